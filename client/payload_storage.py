@@ -1,0 +1,69 @@
+"""External payload storage: payloads above a threshold leave the workflow
+history and are kept in a content-addressed store, with only a claim in history.
+
+The embedded default is a folder under the data dir (one machine, or a shared
+filesystem). Client, worker and replayer must use the same converter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import (
+    StorageDriver,
+    StorageDriverClaim,
+    StorageDriverRetrieveContext,
+    StorageDriverStoreContext,
+)
+
+
+class FileStorageDriver(StorageDriver):
+    """Stores each payload as a file named by its SHA-256. Never rename: the
+    name is recorded in every claim in history."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def name(self) -> str:
+        return "deepresearch-file"
+
+    async def store(
+        self, context: StorageDriverStoreContext, payloads: Sequence[Payload]
+    ) -> list[StorageDriverClaim]:
+        claims = []
+        for payload in payloads:
+            data = payload.SerializeToString(deterministic=True)
+            digest = hashlib.sha256(data).hexdigest()
+            path = self.root / digest[:2] / digest
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, path)
+            claims.append(StorageDriverClaim(claim_data={"sha256": digest}))
+        return claims
+
+    async def retrieve(
+        self, context: StorageDriverRetrieveContext, claims: Sequence[StorageDriverClaim]
+    ) -> list[Payload]:
+        payloads = []
+        for claim in claims:
+            digest = claim.claim_data["sha256"]
+            path = self.root / digest[:2] / digest
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                raise RuntimeError(
+                    f"external payload {digest} is missing under {self.root}; client and "
+                    "worker must share DEEPRESEARCH_DATA_DIR"
+                ) from None
+            payload = Payload()
+            payload.ParseFromString(data)
+            payloads.append(payload)
+        return payloads

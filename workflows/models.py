@@ -1,0 +1,208 @@
+"""Data shapes shared by the workflow, the activities and the client.
+
+Pure pydantic, no I/O: the workflow sandbox imports this module. The JSON
+shapes of ``Step``, ``Plan``, ``ResearchInput``, ``ResearchResult`` and
+``RunStatus`` are part of the public contract (see SPEC §1 and §3).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+
+StepType = Literal["research", "processing", "analysis"]
+ReportStyle = Literal[
+    "academic", "popular_science", "news", "social_media", "strategic_investment"
+]
+REPORT_STYLES: tuple[str, ...] = (
+    "academic",
+    "popular_science",
+    "news",
+    "social_media",
+    "strategic_investment",
+)
+Phase = Literal[
+    "coordinating",
+    "clarifying",
+    "investigating",
+    "planning",
+    "awaiting_review",
+    "researching",
+    "reporting",
+    "completed",
+    "failed",
+]
+RunOutcome = Literal["completed", "answered_directly", "rejected", "plan_failed"]
+
+
+# --- the plan ---------------------------------------------------------------
+
+
+class Step(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    need_search: bool = Field(
+        default=True, validation_alias=AliasChoices("need_search", "need_web_search")
+    )
+    title: str
+    description: str = ""
+    step_type: StepType = "research"
+    execution_res: str | None = None
+
+    @field_validator("step_type", mode="before")
+    @classmethod
+    def _default_step_type(cls, value: Any) -> Any:
+        # Models often omit or misspell the type; research is the safe default.
+        if value is None or value == "":
+            return "research"
+        if isinstance(value, str):
+            value = value.strip().lower()
+        return value
+
+
+class Plan(BaseModel):
+    locale: str = "en-US"
+    has_enough_context: bool = False
+    thought: str = ""
+    title: str
+    steps: list[Step] = Field(default_factory=list)
+
+
+# --- run settings and result -------------------------------------------------
+
+
+class ResearchInput(BaseModel):
+    """Workflow input. Everything but ``question`` is optional."""
+
+    question: str = Field(min_length=1, max_length=20_000)
+    locale: str | None = None
+    max_plan_iterations: int = Field(default=1, ge=1, le=10)
+    max_step_num: int = Field(default=3, ge=1, le=20)
+    max_search_results: int = Field(default=3, ge=1, le=20)
+    auto_accept_plan: bool = False
+    enable_background_investigation: bool = True
+    enable_clarification: bool = False
+    max_clarification_rounds: int = Field(default=3, ge=0, le=10)
+    enable_deep_thinking: bool = False
+    report_style: ReportStyle = "academic"
+    agent_max_turns: int = Field(default=25, ge=1, le=100)
+    resources: list[str] = Field(default_factory=list)
+    parallel_research: bool = True
+    max_parallel_steps: int = Field(default=4, ge=1, le=32)
+
+
+class Usage(BaseModel):
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    searches: int = 0
+    crawls: int = 0
+    code_runs: int = 0
+
+
+class Citation(BaseModel):
+    title: str = ""
+    url: str
+
+
+class ResearchResult(BaseModel):
+    status: RunOutcome
+    question: str
+    locale: str
+    final_report: str
+    plan: Plan | None = None
+    plan_iterations: int = 0
+    observations: list[str] = Field(default_factory=list)
+    citations: list[Citation] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+
+
+class StepStatus(BaseModel):
+    title: str
+    step_type: StepType
+    status: Literal["pending", "running", "done", "failed"] = "pending"
+
+
+class RunStatus(BaseModel):
+    """What the ``status`` query returns."""
+
+    phase: Phase
+    question: str
+    title: str | None = None
+    plan: Plan | None = None
+    plan_iterations: int = 0
+    steps: list[StepStatus] = Field(default_factory=list)
+    pending_question: str | None = None
+    review_pending: bool = False
+    usage: Usage = Field(default_factory=Usage)
+    error: str | None = None
+
+
+# --- model calls -------------------------------------------------------------
+
+
+class ToolCall(BaseModel):
+    id: str
+    name: str
+    arguments: str = "{}"  # raw JSON text, as the model wrote it
+
+
+class Message(BaseModel):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    # Long content (crawled pages, big outputs) lives in the blob store; the
+    # model activity appends it when it builds the request.
+    blob: str | None = None
+
+
+class ModelRequest(BaseModel):
+    role: str  # coordinator, planner, researcher, coder, analyst, reporter
+    prompt: str  # template name under prompts/
+    variables: dict[str, Any] = Field(default_factory=dict)
+    # Earlier turns of this conversation, stored as one blob (keeps history
+    # linear in new content); ``messages`` are the turns added since.
+    history: str | None = None
+    messages: list[Message] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=list)
+    json_mode: bool = False
+    reasoning: bool = False  # use the REASONING model instead of the role's
+
+
+class ModelReply(BaseModel):
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    history: str  # blob ref of the whole conversation including this reply
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+# --- tools -------------------------------------------------------------------
+
+
+class SearchRequest(BaseModel):
+    query: str
+    max_results: int = 3
+
+
+class CrawlRequest(BaseModel):
+    url: str
+
+
+class CodeRequest(BaseModel):
+    session: str  # one sandbox session per step
+    code: str
+    # Cells this session already ran successfully, oldest first; a worker
+    # that does not hold the session (restart, other machine) replays them.
+    previous: list[str] = Field(default_factory=list)
+
+
+class ToolResult(BaseModel):
+    """What every tool activity returns to an agent loop."""
+
+    content: str  # shown to the model
+    blob: str | None = None  # long body, appended by the model activity
+    sources: list[Citation] = Field(default_factory=list)
+    error: bool = False
