@@ -167,6 +167,7 @@ class ModelRequest(BaseModel):
     history: str | None = None
     messages: list[Message] = Field(default_factory=list)
     tools: list[str] = Field(default_factory=list)
+    tool_choice: Literal["auto", "none"] = "auto"  # "none": answer without tools
     json_mode: bool = False
     reasoning: bool = False  # use the REASONING model instead of the role's
 

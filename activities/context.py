@@ -1,0 +1,92 @@
+"""Fit a chat request into the model's context window.
+
+Pure functions on OpenAI-style message dicts. The system prompt and the task
+(first user message) are always kept; long tool outputs are trimmed; then as
+many of the newest turns as fit are kept, newest first, with a note saying
+what was dropped. Token counts are estimated conservatively from characters.
+"""
+
+from __future__ import annotations
+
+CHARS_PER_TOKEN = 3  # conservative for English; CJK text is denser but shorter
+MESSAGE_OVERHEAD = 8
+TRIM_NOTE = "\n…[trimmed to fit the context window]"
+
+
+def tokens(message: dict) -> int:
+    text = message.get("content") or ""
+    for call in message.get("tool_calls") or []:
+        text += call["function"]["name"] + call["function"]["arguments"]
+    return len(text) // CHARS_PER_TOKEN + MESSAGE_OVERHEAD
+
+
+def total_tokens(messages: list[dict]) -> int:
+    return sum(tokens(m) for m in messages)
+
+
+def _trim(message: dict, max_tokens: int) -> dict:
+    content = message.get("content") or ""
+    limit = max(0, (max_tokens - MESSAGE_OVERHEAD) * CHARS_PER_TOKEN - len(TRIM_NOTE))
+    if len(content) <= limit + len(TRIM_NOTE):
+        return message
+    return {**message, "content": content[:limit] + TRIM_NOTE}
+
+
+def _turns(messages: list[dict]) -> list[list[dict]]:
+    """Group an assistant tool-calling message with its tool results, so a
+    dropped turn never leaves a tool result without its call."""
+    turns: list[list[dict]] = []
+    for message in messages:
+        if message["role"] == "tool" and turns and turns[-1][0].get("tool_calls"):
+            turns[-1].append(message)
+        else:
+            turns.append([message])
+    return turns
+
+
+def fit(messages: list[dict], budget: int) -> list[dict]:
+    """Return messages whose estimated size is at most ``budget`` tokens."""
+    if total_tokens(messages) <= budget:
+        return messages
+    head_len = 2 if len(messages) > 1 and messages[1]["role"] == "user" else 1
+    head, rest = list(messages[:head_len]), messages[head_len:]
+
+    # 1. Trim every tool output to a share of the budget.
+    rest = [_trim(m, budget // 4) if m["role"] == "tool" else m for m in rest]
+
+    # 2. The head may take at most half of the budget.
+    for i, message in enumerate(head):
+        if total_tokens(head) > budget // 2:
+            head[i] = _trim(message, max(budget // 2 - total_tokens(head) + tokens(message), 64))
+
+    # 3. Keep the newest turns that fit, newest first.
+    room = budget - total_tokens(head) - 32
+    kept: list[list[dict]] = []
+    turns = _turns(rest)
+    for turn in reversed(turns):
+        size = total_tokens(turn)
+        if size > room:
+            if kept:
+                break
+            # Not even the newest turn fits: shrink its tool outputs.
+            share = max(room // max(len(turn), 1), 64)
+            turn = [_trim(m, share) if m["role"] == "tool" else m for m in turn]
+            size = total_tokens(turn)
+        kept.insert(0, turn)
+        room -= size
+    dropped = len(turns) - len(kept)
+    if dropped:
+        note = f"\n\n[{dropped} earlier turn(s) were dropped to fit the context window.]"
+        head[-1] = {**head[-1], "content": (head[-1].get("content") or "") + note}
+    fitted = head + [m for turn in kept for m in turn]
+
+    # 4. Last resort: trim the largest message until it fits.
+    while total_tokens(fitted) > budget:
+        largest = max(range(len(fitted)), key=lambda i: tokens(fitted[i]))
+        excess = total_tokens(fitted) - budget
+        new_size = max(tokens(fitted[largest]) - excess - 16, MESSAGE_OVERHEAD + 1)
+        trimmed = _trim(fitted[largest], new_size)
+        if trimmed is fitted[largest]:
+            break
+        fitted[largest] = trimmed
+    return fitted

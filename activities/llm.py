@@ -1,0 +1,200 @@
+"""The one model activity: a chat completion for any role, with its tools.
+
+The workflow sends a prompt name, variables and the new turns; this adapter
+renders the system prompt, restores earlier turns from the blob store, fits
+the request to the role's context window, calls the OpenAI-compatible
+endpoint once (Temporal owns retries), and stores the grown conversation as a
+blob so workflow history stays linear in new content.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from email.utils import parsedate_to_datetime
+from importlib import resources
+from string import Template
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities import context
+from activities.blobs import BlobStore
+from activities.settings import Settings
+from workflows.models import Message, ModelReply, ModelRequest, ToolCall
+
+MODEL_TIMEOUT_SECONDS = 300
+HEARTBEAT_SECONDS = 10
+# Error types the workflow's retry policy must not retry.
+NON_RETRYABLE = ["ModelAuthError", "ModelRequestError"]
+
+_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
+
+
+def strip_think(text: str) -> str:
+    """Remove <think>…</think> reasoning that some models put in their answer."""
+    return _THINK.sub("", text).strip()
+
+
+def render_prompt(name: str, variables: dict[str, Any]) -> str:
+    folder = resources.files("prompts")
+    text = (folder / f"{name}.md").read_text(encoding="utf-8")
+    values = {k: str(v) for k, v in variables.items()}
+    values["clarification"] = (
+        render_prompt("clarification", {**variables, "clarify": False})
+        if variables.get("clarify")
+        else ""
+    )
+    style = variables.get("report_style")
+    if style:
+        values["style_guide"] = (folder / "styles" / f"{style}.md").read_text(encoding="utf-8")
+    return Template(text).safe_substitute(values)
+
+
+def _tool_schemas() -> dict[str, dict]:
+    text = (resources.files("prompts") / "tools.json").read_text(encoding="utf-8")
+    return {tool["name"]: {"type": "function", "function": tool} for tool in json.loads(text)}
+
+
+def _retry_after(err: openai.APIStatusError) -> timedelta | None:
+    value = err.response.headers.get("retry-after") if err.response is not None else None
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            from datetime import datetime, timezone
+
+            seconds = (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds()
+        except (TypeError, ValueError):
+            return None
+    return timedelta(seconds=min(max(seconds, 0.0), 120.0))
+
+
+def classify(err: Exception) -> ApplicationError:
+    """Map an OpenAI client error to a Temporal error: retry rate limits,
+    timeouts and 5xx; fail fast on authentication and bad requests."""
+    if isinstance(err, openai.AuthenticationError):
+        return ApplicationError(
+            "the model provider rejected the API key (HTTP 401): set OPENAI_API_KEY "
+            "to a valid key for OPENAI_BASE_URL",
+            type="ModelAuthError", non_retryable=True,
+        )  # fmt: skip
+    if isinstance(err, openai.PermissionDeniedError):
+        return ApplicationError(
+            f"the model provider refused access (HTTP 403): {err.message}",
+            type="ModelAuthError", non_retryable=True,
+        )  # fmt: skip
+    if isinstance(err, openai.RateLimitError):
+        return ApplicationError(
+            f"rate limited by the model provider (HTTP 429): {err.message}",
+            type="ModelRateLimited", next_retry_delay=_retry_after(err),
+        )  # fmt: skip
+    if isinstance(err, openai.APIStatusError):
+        if err.status_code in (408, 409) or err.status_code >= 500:
+            return ApplicationError(
+                f"model provider error (HTTP {err.status_code}): {err.message}",
+                type="ModelUnavailable", next_retry_delay=_retry_after(err),
+            )  # fmt: skip
+        return ApplicationError(
+            f"the model provider rejected the request (HTTP {err.status_code}): {err.message}",
+            type="ModelRequestError", non_retryable=True,
+        )  # fmt: skip
+    # Connection errors, timeouts, truncated or malformed responses: retry.
+    return ApplicationError(f"model call failed: {type(err).__name__}: {err}", type="ModelUnavailable")
+
+
+@asynccontextmanager
+async def _heartbeating():
+    """Heartbeat while a long call runs, so a dead worker is noticed quickly."""
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+
+    task = asyncio.create_task(beat()) if activity.in_activity() else None
+    try:
+        yield
+    finally:
+        if task:
+            task.cancel()
+
+
+class ModelActivities:
+    def __init__(self, settings: Settings, blobs: BlobStore) -> None:
+        self.settings = settings
+        self.blobs = blobs
+        self.tools = _tool_schemas()
+        self.client = AsyncOpenAI(
+            api_key=settings.openai_api_key or "not-needed",
+            base_url=settings.openai_base_url,
+            max_retries=0,  # Temporal owns retrying
+            timeout=MODEL_TIMEOUT_SECONDS,
+        )
+
+    def _api_message(self, message: Message) -> dict[str, Any]:
+        content = message.content
+        if message.blob:
+            content += self.blobs.get(message.blob)
+        out: dict[str, Any] = {"role": message.role, "content": content}
+        if message.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in message.tool_calls
+            ]
+        if message.tool_call_id:
+            out["tool_call_id"] = message.tool_call_id
+        return out
+
+    def build_request(self, request: ModelRequest) -> tuple[dict[str, Any], list[Message]]:
+        earlier = json.loads(self.blobs.get(request.history)) if request.history else []
+        conversation = [Message.model_validate(m) for m in earlier] + request.messages
+        role = "reasoning" if request.reasoning else request.role
+        window = self.settings.context_window_for(role)
+        budget = window - min(8_192, window // 4)  # room for the answer
+        system = {"role": "system", "content": render_prompt(request.prompt, request.variables)}
+        messages = context.fit([system] + [self._api_message(m) for m in conversation], budget)
+        kwargs: dict[str, Any] = {"model": self.settings.model_for(role), "messages": messages}
+        if request.tools:
+            kwargs["tools"] = [self.tools[name] for name in request.tools]
+            kwargs["tool_choice"] = request.tool_choice
+        if request.json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        return kwargs, conversation
+
+    @activity.defn(name="chat")
+    async def chat(self, request: ModelRequest) -> ModelReply:
+        kwargs, conversation = self.build_request(request)
+        try:
+            async with _heartbeating():
+                response = await self.client.chat.completions.create(**kwargs)
+        except openai.OpenAIError as err:
+            raise classify(err) from err
+        if not response.choices:
+            raise ApplicationError("the model returned no choices", type="ModelUnavailable")
+        message = response.choices[0].message
+        calls = [
+            ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "{}")
+            for c in message.tool_calls or []
+            if getattr(c, "function", None)
+        ]
+        reply = Message(role="assistant", content=strip_think(message.content or ""), tool_calls=calls)
+        history = self.blobs.put(
+            json.dumps([m.model_dump(exclude_defaults=True) for m in conversation + [reply]])
+        )
+        usage = response.usage
+        return ModelReply(
+            content=reply.content,
+            tool_calls=calls,
+            history=history,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+        )

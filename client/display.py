@@ -1,0 +1,149 @@
+"""Rendering runs for the terminal: status, plan, progress and report.
+
+Dynamic text (questions, plans, reports) is always passed as ``Text`` or with
+``markup=False``: it comes from users and models and may contain ``[...]``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from workflows.models import Plan, RunStatus, Usage
+
+STEP_MARKS = {"pending": ("·", "dim"), "running": ("…", "yellow"), "done": ("✓", "green"), "failed": ("✗", "red")}
+
+
+def usage_text(usage: Usage) -> str:
+    return (
+        f"{usage.llm_calls} LLM calls ({usage.prompt_tokens:,} prompt + "
+        f"{usage.completion_tokens:,} completion tokens), {usage.searches} searches, "
+        f"{usage.crawls} crawls, {usage.code_runs} code runs"
+    )
+
+
+def render_plan(plan: Plan) -> RenderableType:
+    parts: list[RenderableType] = [Text(plan.title, style="bold")]
+    if plan.thought:
+        parts.append(Text(plan.thought, style="dim"))
+    for number, step in enumerate(plan.steps, 1):
+        line = Text(f"{number}. ")
+        line.append(step.title, style="bold")
+        line.append(f"  ({step.step_type})", style="cyan")
+        if step.description:
+            line.append(f"\n   {step.description}")
+        parts.append(line)
+    return Panel(Group(*parts), title="Plan", title_align="left")
+
+
+def render_status(status: RunStatus, workflow_id: str | None = None) -> RenderableType:
+    head = Text()
+    if workflow_id:
+        head.append(f"{workflow_id}  ", style="dim")
+    head.append(status.phase, style="bold magenta")
+    if status.title:
+        head.append(f"  {status.title}")
+    parts: list[RenderableType] = [head]
+    if status.steps:
+        table = Table(show_header=False, box=None, padding=(0, 1))
+        for number, step in enumerate(status.steps, 1):
+            mark, style = STEP_MARKS.get(step.status, ("?", ""))
+            table.add_row(Text(mark, style=style), f"{number}.", Text(step.step_type, style="cyan"), Text(step.title))
+        parts.append(table)
+    facts = Text(f"plan iterations: {status.plan_iterations}", style="dim")
+    if status.review_pending:
+        facts.append("   plan review pending", style="bold yellow")
+    parts.append(facts)
+    if status.pending_question:
+        parts.append(Text(f"question: {status.pending_question}", style="yellow"))
+    if status.error:
+        parts.append(Text(f"error: {status.error}", style="red"))
+    parts.append(Text(f"usage: {usage_text(status.usage)}", style="dim"))
+    return Group(*parts)
+
+
+def status_changes(old: RunStatus | None, new: RunStatus) -> list[str]:
+    """One plain line per change between two polls (for logs and `watch`)."""
+    lines: list[str] = []
+    if old is None or old.phase != new.phase:
+        lines.append(f"phase: {new.phase}")
+    if new.title and (old is None or old.title != new.title):
+        lines.append(f"plan: {new.title} ({len(new.steps)} steps)")
+    old_steps = old.steps if old else []
+    for number, step in enumerate(new.steps, 1):
+        before = old_steps[number - 1] if number <= len(old_steps) else None
+        if before is None or before.title != step.title or before.status != step.status:
+            lines.append(f"step {number} {step.status}: {step.title}")
+    if new.review_pending and not (old and old.review_pending):
+        lines.append("plan review pending")
+    if new.pending_question and (old is None or old.pending_question != new.pending_question):
+        lines.append(f"question: {new.pending_question}")
+    if new.error and (old is None or old.error != new.error):
+        lines.append(f"error: {new.error}")
+    return lines
+
+
+def print_report(console: Console, markdown: str) -> None:
+    """Rendered on a terminal, raw markdown otherwise (pipes, files)."""
+    if console.is_terminal:
+        console.print(Markdown(markdown))
+    else:
+        console.file.write(markdown if markdown.endswith("\n") else markdown + "\n")
+        console.file.flush()
+
+
+class ProgressView:
+    """Follows a run: a live panel on a terminal, one line per change otherwise."""
+
+    def __init__(self, console: Console, workflow_id: str) -> None:
+        self.console = console
+        self.workflow_id = workflow_id
+        self.last: RunStatus | None = None
+        self.live = (
+            Live(Text(f"{workflow_id}  starting…"), console=console, refresh_per_second=4)
+            if console.is_terminal
+            else None
+        )
+
+    def __enter__(self) -> ProgressView:
+        if self.live:
+            self.live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live:
+            self.live.stop()
+
+    def update(self, status: RunStatus) -> None:
+        if self.live:
+            self.live.update(render_status(status, self.workflow_id))
+        else:
+            for line in status_changes(self.last, status):
+                self.note(line)
+        self.last = status
+
+    def note(self, text: str, style: str = "") -> None:
+        self.console.print(Text(text, style=style))
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Stops the live panel while the user is asked something."""
+        if self.live:
+            self.live.stop()
+        try:
+            yield
+        finally:
+            if self.live:
+                self.live.start()
+
+
+def error_console() -> Console:
+    return Console(file=sys.stderr, highlight=False, soft_wrap=True)

@@ -1,0 +1,190 @@
+"""A scripted OpenAI-compatible chat-completions server on loopback.
+
+    with ScriptedLLM(lambda req: Reply(tool_calls=[("web_search", {"query": "x"})])) as llm:
+        AsyncOpenAI(base_url=llm.base_url, api_key="test-openai-key")...
+
+The handler gets the parsed request JSON and returns a ``Reply``, a plain
+string (the reply's content) or a dict (sent verbatim as the response body;
+as a single SSE event when the request streams).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from tests.harness.http_base import Response, ScriptedServer, json_response
+
+ROLES = ("coordinator", "planner", "researcher", "coder", "analyst", "reporter")
+
+_ERROR_TYPES = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    429: ("requests", "rate_limit_exceeded"),
+}
+
+
+@dataclass
+class Reply:
+    content: str = ""
+    # (function name, arguments); arguments given as a str are sent verbatim
+    tool_calls: list[tuple[str, dict | str]] = field(default_factory=list)
+    status: int = 200  # >= 400 without body: an OpenAI error whose message is content
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    body: str | None = None  # sent verbatim instead of a chat.completion (SSE text if streaming)
+
+
+Handler = Callable[[dict], "Reply | dict | str"]
+
+
+class ScriptedLLM(ScriptedServer):
+    path = "/v1/chat/completions"
+
+    def __init__(self, handler: Handler | None = None, api_key: str = "test-openai-key") -> None:
+        super().__init__(api_key)
+        self.handler: Handler = handler or (lambda request: Reply("ok"))
+        self._ids = itertools.count(1)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def calls(self, role: str | None = None) -> list[dict]:
+        with self._lock:
+            return [r for r in self.requests if role is None or r["_role"] == role]
+
+    def _record(self, body: dict) -> dict:
+        return {**body, "_role": role_of(body)}
+
+    def _error(self, status: int, message: str, headers: dict[str, str]) -> Response:
+        kind, code = _ERROR_TYPES.get(status, ("server_error", None))
+        error = {"message": message, "type": kind, "param": None, "code": code}
+        return json_response(status, {"error": error}, headers)
+
+    def _reply(self, request: dict) -> Response:
+        reply = self.handler(request)
+        if isinstance(reply, str):
+            reply = Reply(reply)
+        stream = bool(request.get("stream"))
+        if isinstance(reply, dict):
+            raw = json.dumps(reply)
+            reply = Reply(body=f"data: {raw}\n\ndata: [DONE]\n\n" if stream else raw)
+        time.sleep(reply.delay)
+        if reply.status >= 400 and reply.body is None:
+            message = reply.content or f"scripted error ({reply.status})"
+            return self._error(reply.status, message, reply.headers)
+        if reply.body is not None:
+            return self._response(reply, stream, reply.body.encode())
+        completion = self._completion(request, reply)
+        if stream:
+            return self._response(reply, True, _sse(completion, request))
+        return self._response(reply, False, json.dumps(completion).encode())
+
+    def _response(self, reply: Reply, stream: bool, body) -> Response:
+        content_type = "text/event-stream" if stream and reply.status == 200 else "application/json"
+        return Response(reply.status, body, {"Content-Type": content_type, **reply.headers})
+
+    def _completion(self, request: dict, reply: Reply) -> dict:
+        tool_calls = [
+            {
+                "id": f"call_{next(self._ids)}",
+                "type": "function",
+                "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
+            }
+            for name, args in reply.tool_calls
+        ]
+        message: dict = {"role": "assistant", "content": reply.content or (None if tool_calls else "")}
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        generated = reply.content + "".join(c["function"]["arguments"] for c in tool_calls)
+        prompt_tokens = len(json.dumps(request.get("messages", []))) // 4
+        completion_tokens = len(generated) // 4 + 1
+        return {
+            "id": f"chatcmpl-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model", "scripted-model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if tool_calls else "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+
+def _sse(completion: dict, request: dict) -> Iterator[bytes]:
+    """The completion as chat.completion.chunk events, content in small pieces."""
+    message, choice = completion["choices"][0]["message"], completion["choices"][0]
+    head = {k: completion[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+
+    def event(delta: dict, finish_reason: str | None = None, **extra) -> bytes:
+        chunk = head | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]} | extra
+        return f"data: {json.dumps(chunk)}\n\n".encode()
+
+    yield event({"role": "assistant", "content": ""})
+    content = message["content"] or ""
+    for start in range(0, len(content), 16):
+        yield event({"content": content[start : start + 16]})
+    for index, call in enumerate(message.get("tool_calls", [])):
+        yield event({"tool_calls": [{"index": index, **call}]})
+    yield event({}, choice["finish_reason"])
+    if (request.get("stream_options") or {}).get("include_usage"):
+        yield (f"data: {json.dumps(head | {'choices': [], 'usage': completion['usage']})}\n\n").encode()
+    yield b"data: [DONE]\n\n"
+
+
+# -- helpers for writing scripts ------------------------------------------------
+
+
+def _text(content: object) -> str:
+    """A message's content as text (it may be a list of content parts)."""
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content or ""
+
+
+def role_of(request: dict) -> str:
+    """The agent role named on the first line of the first system message."""
+    system = next((m for m in request.get("messages", []) if m.get("role") == "system"), None)
+    first_line = (_text(system["content"]) if system else "").split("\n", 1)[0].lower()
+    return next((w for w in re.findall(r"[a-z]+", first_line) if w in ROLES), "unknown")
+
+
+def last_user(request: dict) -> str:
+    users = [m for m in request.get("messages", []) if m.get("role") == "user"]
+    return _text(users[-1]["content"]) if users else ""
+
+
+def tool_messages(request: dict) -> list[dict]:
+    return [m for m in request.get("messages", []) if m.get("role") == "tool"]
+
+
+def tool_names(request: dict) -> list[str]:
+    return [t["function"]["name"] for t in request.get("tools", [])]
+
+
+def has_tool_result(request: dict, tool_name: str) -> bool:
+    """Whether an assistant message earlier in the conversation called ``tool_name``."""
+    return any(
+        call["function"]["name"] == tool_name
+        for m in request.get("messages", [])
+        if m.get("role") == "assistant"
+        for call in m.get("tool_calls") or []
+    )
+
+
+def all_text(request: dict) -> str:
+    return "\n".join(_text(m.get("content")) for m in request.get("messages", []))

@@ -1,0 +1,163 @@
+"""A loopback web server for tests: serves pages, redirects and failures
+from a table of routes that tests can change while it runs."""
+
+from __future__ import annotations
+
+import html
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+
+@dataclass
+class _Route:
+    body: bytes
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_GET(self) -> None:
+        self._respond(send_body=True)
+
+    def do_HEAD(self) -> None:
+        self._respond(send_body=False)
+
+    def _respond(self, send_body: bool) -> None:
+        pages = self.server.pages
+        with pages._lock:
+            pages.hits.append(self.path)
+            route = pages._routes.get(self.path) or pages._routes.get(urlsplit(self.path).path)
+        if route is None:
+            route = _Route(b"not found", 404, {"Content-Type": "text/plain"})
+        if route.delay:
+            time.sleep(route.delay)
+        try:
+            self.send_response(route.status)
+            for name, value in route.headers.items():
+                self.send_header(name, value)
+            if not any(name.lower() == "content-length" for name in route.headers):
+                self.send_header("Content-Length", str(len(route.body)))
+            self.end_headers()
+            if send_body:
+                self.wfile.write(route.body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout test)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    pages: PageServer
+
+
+class PageServer:
+    """HTTP server on 127.0.0.1 (random port) in a daemon thread.
+
+    ``add`` and ``redirect`` define routes (matched on the full request path,
+    then on the path without query); ``hits`` lists requested paths in order.
+    """
+
+    def __init__(self) -> None:
+        self.hits: list[str] = []
+        self._routes: dict[str, _Route] = {}
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def add(
+        self,
+        path: str,
+        body: bytes | str,
+        content_type: str = "text/html; charset=utf-8",
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        delay: float = 0.0,
+    ) -> None:
+        """Serve ``body`` at ``path``; ``headers`` add to (or override) Content-Type."""
+        data = body.encode("utf-8") if isinstance(body, str) else body
+        all_headers = {"Content-Type": content_type, **(headers or {})}
+        with self._lock:
+            self._routes[path] = _Route(data, status, all_headers, delay)
+
+    def redirect(self, path: str, location: str, status: int = 302) -> None:
+        """Redirect ``path`` to ``location`` (absolute, or relative to this server)."""
+        with self._lock:
+            self._routes[path] = _Route(b"", status, {"Location": location})
+
+    def url(self, path: str) -> str:
+        if self._server is None:
+            raise RuntimeError("PageServer is not started")
+        return f"http://127.0.0.1:{self._server.server_address[1]}{path}"
+
+    def start(self) -> PageServer:
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.pages = self
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name="PageServer", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> PageServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def article(title: str, paragraphs: list[str]) -> str:
+    """A realistic news-style page: head, site nav, the article, a footer."""
+    body = "\n".join(f"      <p>{html.escape(p)}</p>" for p in paragraphs)
+    t = html.escape(title)
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>{t}</title>
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <link rel="stylesheet" href="/static/site.css">
+  <script>window.analytics = {{track: function () {{}}}};</script>
+</head>
+<body>
+  <header class="site-header">
+    <a class="logo" href="/">The Daily Example</a>
+    <nav class="main-nav">
+      <ul>
+        <li><a href="/world">World</a></li>
+        <li><a href="/science">Science</a></li>
+        <li><a href="/subscribe">Subscribe to our newsletter</a></li>
+      </ul>
+    </nav>
+  </header>
+  <main>
+    <article class="post">
+      <h1>{t}</h1>
+      <p class="byline">By Jane Reporter, March 3, 2024</p>
+{body}
+    </article>
+    <aside class="related">
+      <h2>Related stories</h2>
+      <ul><li><a href="/other">Ten celebrity gardens you must see</a></li></ul>
+    </aside>
+  </main>
+  <footer class="site-footer">
+    <p>Copyright 2024 The Daily Example. All rights reserved.</p>
+    <p><a href="/privacy">Privacy policy</a> | <a href="/cookies">Cookie settings</a></p>
+  </footer>
+</body>
+</html>
+"""

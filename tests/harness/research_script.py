@@ -1,0 +1,98 @@
+"""A scripted model that plays every role of a research run, reacting to
+what it is sent (so it proves what actually reached the model):
+
+- coordinator: greets back on a greeting, otherwise hands off;
+- planner: a research step and a processing step; an edit request adds the
+  requested change as a new research step title;
+- researcher: searches, crawls the first URL it was given, then reports every
+  ``FACT:`` line it read in the crawled page;
+- coder: runs Python, then reports exactly what the code printed;
+- reporter: writes a report quoting the findings and sources it was given.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tests.harness.llm_server import Reply, all_text, has_tool_result, last_user, role_of, tool_messages
+
+CODE = "total = sum(i * i for i in range(1, 2001))\nprint(f'SUM_OF_SQUARES={total}')"
+EXPECTED_SUM = sum(i * i for i in range(1, 2001))
+GREETINGS = ("hello", "hi", "hey", "good morning")
+
+
+def first_user(request: dict) -> str:
+    return next((m.get("content") or "" for m in request["messages"] if m["role"] == "user"), "")
+
+
+def plan_json(title: str, steps: list[tuple[str, str]], enough: bool = False) -> str:
+    return json.dumps(
+        {
+            "locale": "en-US",
+            "has_enough_context": enough,
+            "thought": "Scripted plan.",
+            "title": title,
+            "steps": [
+                {"need_search": t == "research", "title": s, "description": f"Do: {s}", "step_type": t}
+                for s, t in steps
+            ],
+        }
+    )
+
+
+class ResearchScript:
+    """Call it with a request; tweak attributes to change the plan."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, str]] = [
+            ("Find the lighthouse fact", "research"),
+            ("Compute the sum of squares", "processing"),
+        ]
+
+    def __call__(self, request: dict) -> Reply | str:
+        role = role_of(request)
+        return getattr(self, role)(request)
+
+    def coordinator(self, request: dict) -> Reply | str:
+        question = last_user(request).strip().lower()
+        if question.startswith(GREETINGS):
+            return "Hello! I am a research assistant. What would you like me to research?"
+        return Reply(tool_calls=[("handoff_to_planner", {"research_topic": last_user(request), "locale": "en-US"})])
+
+    def planner(self, request: dict) -> Reply | str:
+        steps = list(self.steps)
+        for message in request["messages"]:
+            found = re.search(r"asks for changes: (.+)", message.get("content") or "")
+            if message["role"] == "user" and found:
+                steps.insert(1, (f"Edited: {found.group(1).splitlines()[0]}", "research"))
+        return plan_json("Scripted research", steps)
+
+    def researcher(self, request: dict) -> Reply | str:
+        if not has_tool_result(request, "web_search"):
+            return Reply(tool_calls=[("web_search", {"query": "lighthouse fact"})])
+        text = "\n".join(m.get("content") or "" for m in tool_messages(request))
+        if not has_tool_result(request, "crawl"):
+            url = re.search(r"URL: (\S+)", text)
+            return Reply(tool_calls=[("crawl", {"url": url.group(1) if url else "http://none.invalid/"})])
+        facts = re.findall(r"FACT: [^\n.]+", text)
+        urls = sorted(set(re.findall(r"URL: (\S+)", text)))
+        return "## Findings\n" + "\n".join(f"- {f}" for f in facts) + "\n\n## References\n" + "\n".join(
+            f"- [Source]({u})" for u in urls
+        )
+
+    def coder(self, request: dict) -> Reply | str:
+        if not has_tool_result(request, "run_python"):
+            return Reply(tool_calls=[("run_python", {"code": CODE})])
+        output = "\n".join(m.get("content") or "" for m in tool_messages(request))
+        return f"Computed with Python:\n{output}"
+
+    def analyst(self, request: dict) -> Reply | str:
+        return "Analysis: the findings agree."
+
+    def reporter(self, request: dict) -> Reply | str:
+        material = first_user(request)
+        return f"# Scripted Report\n\n## Key Points\n- Based on the findings below.\n\n## Detailed Analysis\n{material}\n"
+
+    def unknown(self, request: dict) -> Reply | str:
+        return Reply(status=400, content=f"unscripted request: {all_text(request)[:200]}")

@@ -1,0 +1,103 @@
+"""The flow's decisions, tested without Temporal."""
+
+import pytest
+
+from workflows import routing
+from workflows.models import Citation, ModelReply, Plan, Step, ToolCall
+
+
+def reply(content="", calls=()):
+    return ModelReply(
+        content=content,
+        history="sha256:" + "0" * 64,
+        tool_calls=[ToolCall(id=f"c{i}", name=n, arguments=a) for i, (n, a) in enumerate(calls)],
+    )
+
+
+@pytest.mark.parametrize("text", ["[ACCEPTED]", "[accepted] looks good", "  [Accepted]"])
+def test_review_accepts_case_insensitively(text):
+    assert routing.parse_review(text) == routing.Review(accepted=True)
+
+
+def test_review_edit_carries_the_change():
+    review = routing.parse_review("[edit_plan] add a step on costs")
+    assert not review.accepted and review.edit == "add a step on costs"
+
+
+@pytest.mark.parametrize("text", ["looks good", "", "ACCEPTED", "[EDIT_PLAN]   "])
+def test_review_rejects_anything_else_with_a_reason(text):
+    with pytest.raises(routing.InvalidReview, match=r"\[ACCEPTED\]|\[EDIT_PLAN\]"):
+        routing.parse_review(text)
+
+
+def test_coordinator_handoff_uses_topic_and_locale():
+    d = routing.coordination(
+        reply(calls=[("handoff_to_planner", '{"research_topic": "AI chips", "locale": "zh-CN"}')]),
+        "question",
+    )
+    assert (d.kind, d.topic, d.locale) == ("handoff", "AI chips", "zh-CN")
+
+
+def test_coordinator_handoff_with_broken_arguments_falls_back_to_question():
+    d = routing.coordination(reply(calls=[("handoff_to_planner", '{"locale": "xx_bad!')]), "the q")
+    assert (d.kind, d.topic, d.locale) == ("handoff", "the q", None)
+
+
+def test_coordinator_without_tool_answers_directly_or_asks_in_clarification_mode():
+    assert routing.coordination(reply("Hello!"), "hi").kind == "answer"
+    assert routing.coordination(reply("Which region?"), "hi", may_ask=True).kind == "ask"
+
+
+def test_coordinator_decline():
+    d = routing.coordination(reply(calls=[("decline_request", '{"reply": "I cannot help with that."}')]), "q")
+    assert (d.kind, d.text) == ("decline", "I cannot help with that.")
+
+
+def test_plan_is_repaired_validated_and_cut():
+    text = """<think>hmm</think>```json
+    {"title": "T", "thought": "x", "has_enough_context": false,
+     "steps": [{"need_web_search": true, "title": "a", "description": "d"},
+               {"need_search": false, "title": "b", "description": "d", "step_type": "Processing"},
+               {"title": "c", "description": "d", "step_type": "research"},]
+    ```"""
+    plan = routing.parse_plan(text, max_step_num=2, locale="de-DE")
+    assert plan.locale == "de-DE"
+    assert [s.title for s in plan.steps] == ["a", "b"]
+    assert plan.steps[0].need_search and plan.steps[0].step_type == "research"
+    assert plan.steps[1].step_type == "processing"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I cannot make a plan.", '{"title": "T", "steps": []}', '{"steps": [{"title": "a"}]}'],
+)
+def test_plan_errors_name_the_problem(text):
+    with pytest.raises(routing.PlanError):
+        routing.parse_plan(text, 3, "en-US")
+
+
+def test_plan_without_steps_is_fine_when_context_is_enough():
+    plan = routing.parse_plan('{"title": "T", "has_enough_context": true}', 3, "en-US")
+    assert plan.has_enough_context and plan.steps == []
+
+
+def _plan(*types):
+    return Plan(title="T", steps=[Step(title=str(i), step_type=t) for i, t in enumerate(types)])
+
+
+def test_batches_group_research_and_isolate_processing():
+    plan = _plan("research", "research", "processing", "research", "analysis", "research", "research")
+    assert routing.batches(plan, parallel=True) == [[0, 1], [2], [3], [4], [5, 6]]
+    assert routing.batches(plan, parallel=False) == [[i] for i in range(7)]
+
+
+def test_batches_skip_finished_steps():
+    plan = _plan("research", "research")
+    plan.steps[0].execution_res = "done"
+    assert routing.batches(plan, parallel=True) == [[1]]
+
+
+def test_cited_keeps_only_retrieved_sources_in_report_order():
+    seen = [Citation(title="A", url="https://a.example/x"), Citation(title="B", url="https://b.example/")]
+    report = "See [B](https://b.example) and [A](https://a.example/x). Also https://invented.example/y."
+    assert [c.title for c in routing.cited(report, seen)] == ["B", "A"]

@@ -1,0 +1,118 @@
+"""The DeepResearch workflow on a real dev server with a real in-process
+worker; the model and search services are scripted servers on loopback.
+
+The worker caches no workflows, so every workflow task replays the whole
+history: non-determinism fails these tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from temporalio.client import WorkflowUpdateFailedError
+
+from activities.settings import Settings
+from tests.harness.pages import PageServer, article
+from tests.harness.research_script import EXPECTED_SUM, ResearchScript
+from worker import build_worker
+from workflows.models import ResearchInput, ResearchResult, RunStatus
+
+FACT = "FACT: the Lantern Rock lighthouse keeper logged 4417 ships in 1911"
+
+
+@pytest.fixture
+def pages():
+    with PageServer() as server:
+        server.add("/lighthouse", article("Lantern Rock history", ["Some history first.", FACT + ".", "More text."]))
+        yield server
+
+
+@pytest.fixture
+def script(llm, tavily, pages):
+    script = ResearchScript()
+    llm.handler = script
+    tavily.handler = lambda query, n: [
+        {"title": "Lantern Rock history", "url": pages.url("/lighthouse"), "content": "A lighthouse.", "score": 0.9}
+    ]
+    return script
+
+
+@pytest.fixture
+async def worker(temporal_client, worker_env, task_queue, script):
+    settings = Settings.from_env(worker_env)
+    settings.check()
+    worker, sandbox = build_worker(temporal_client, settings, task_queue, max_cached_workflows=0)
+    async with worker:
+        yield worker
+    await sandbox.close_all()
+
+
+async def start(client, task_queue, question, **options):
+    return await client.start_workflow(
+        "DeepResearch",
+        ResearchInput(question=question, **options),
+        id=f"test-{uuid.uuid4().hex[:8]}",
+        task_queue=task_queue,
+        result_type=ResearchResult,
+    )
+
+
+async def wait_for_phase(handle, phase, timeout=30.0):
+    async with asyncio.timeout(timeout):
+        while True:
+            status = await handle.query("status", result_type=RunStatus)
+            if status.phase == phase:
+                return status
+            await asyncio.sleep(0.1)
+
+
+async def test_full_run_searches_crawls_computes_and_reports(temporal_client, task_queue, worker, llm, pages):
+    handle = await start(temporal_client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True)
+    result = await handle.result()
+
+    assert result.status == "completed"
+    assert FACT in result.final_report  # only in the crawled page's body
+    assert f"SUM_OF_SQUARES={EXPECTED_SUM}" in result.final_report  # only by running the code
+    assert [c.url for c in result.citations] == [pages.url("/lighthouse")]
+    assert result.plan_iterations == 1
+    assert all(s.execution_res for s in result.plan.steps)
+    usage = result.usage
+    assert usage.searches == 2  # background investigation + researcher
+    assert (usage.crawls, usage.code_runs) == (1, 1)
+    assert usage.llm_calls == len(llm.requests) and usage.prompt_tokens > 0
+    assert pages.hits == ["/lighthouse"]
+
+
+async def test_greeting_is_answered_directly_without_planning(temporal_client, task_queue, worker, llm):
+    handle = await start(temporal_client, task_queue, "Hello there!")
+    result = await handle.result()
+    assert result.status == "answered_directly"
+    assert "research assistant" in result.final_report
+    assert [r["_role"] for r in llm.requests] == ["coordinator"]
+
+
+async def test_review_rejects_bad_feedback_then_takes_edit_and_accept(temporal_client, task_queue, worker, llm):
+    handle = await start(temporal_client, task_queue, "Tell me about Lantern Rock")
+    status = await wait_for_phase(handle, "awaiting_review")
+    assert status.review_pending and len(status.steps) == 2
+
+    with pytest.raises(WorkflowUpdateFailedError) as rejected:
+        await handle.execute_update("submit_review", "looks fine to me", result_type=str)
+    assert "[ACCEPTED]" in str(rejected.value.cause)
+    assert (await handle.query("status", result_type=RunStatus)).phase == "awaiting_review"
+
+    reply = await handle.execute_update("submit_review", "[EDIT_PLAN] add the keeper's name", result_type=str)
+    assert reply == "plan edit requested"
+    status = await wait_for_phase(handle, "awaiting_review")
+    assert "Edited: add the keeper's name" in [s.title for s in status.steps]
+
+    await handle.execute_update("submit_review", "[accepted]", result_type=str)
+    with pytest.raises(WorkflowUpdateFailedError) as late:
+        await handle.execute_update("submit_review", "[ACCEPTED]", result_type=str)
+    assert "no plan is waiting for review" in str(late.value.cause)
+    result = await handle.result()
+    assert result.status == "completed" and result.plan_iterations == 1
+    assert [s.title for s in result.plan.steps][1] == "Edited: add the keeper's name"
+    assert len(llm.calls("planner")) == 2  # the edit re-planned; acceptance did not

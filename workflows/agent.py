@@ -1,0 +1,202 @@
+"""Agent loops and tool calls, as workflow code.
+
+Every model call and every tool call is its own activity, so a crash loses at
+most the call in flight. Conversations travel as blob references
+(``ModelReply.history``), so workflow history grows with new content only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
+
+from workflows.models import (
+    Citation,
+    CodeRequest,
+    CrawlRequest,
+    Message,
+    ModelReply,
+    ModelRequest,
+    SearchRequest,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+
+# --- activity options: explicit timeouts and retries for every call ----------
+
+MODEL_CALL = dict(
+    start_to_close_timeout=timedelta(minutes=6),
+    heartbeat_timeout=timedelta(seconds=60),
+    retry_policy=RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=60),
+        maximum_attempts=12,
+        non_retryable_error_types=["ModelAuthError", "ModelRequestError"],
+    ),
+)
+TOOL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=20), maximum_attempts=3
+)
+TOOL_CALL = {
+    "web_search": dict(start_to_close_timeout=timedelta(seconds=60), retry_policy=TOOL_RETRY),
+    "crawl": dict(
+        start_to_close_timeout=timedelta(seconds=90),
+        heartbeat_timeout=timedelta(seconds=30),
+        retry_policy=TOOL_RETRY,
+    ),
+    "run_python": dict(
+        start_to_close_timeout=timedelta(minutes=5),
+        heartbeat_timeout=timedelta(seconds=30),
+        retry_policy=RetryPolicy(maximum_attempts=2),
+    ),
+    "close_sandbox": dict(
+        start_to_close_timeout=timedelta(seconds=30), retry_policy=RetryPolicy(maximum_attempts=2)
+    ),
+}
+
+AGENT_TOOLS = {"researcher": ["web_search", "crawl"], "coder": ["run_python"], "analyst": []}
+FINAL_TURN = (
+    "You have used all the tool calls allowed for this step. Do not call any more tools: "
+    "write your final answer now from what you have gathered."
+)
+
+
+def failure_reason(err: BaseException) -> str:
+    """The innermost message of an activity failure chain."""
+    while err.__cause__ is not None:
+        err = err.__cause__
+    return str(getattr(err, "message", None) or err)
+
+
+class Tools:
+    """Runs model and tool calls for one research run, keeping its usage
+    counters, the sources it retrieved and a per-run crawl cache."""
+
+    def __init__(self, usage: Usage, max_search_results: int) -> None:
+        self.usage = usage
+        self.max_search_results = max_search_results
+        self.sources: dict[str, Citation] = {}
+        self._crawls: dict[str, asyncio.Task[ToolResult]] = {}
+
+    async def chat(self, request: ModelRequest) -> ModelReply:
+        reply = await workflow.execute_activity(
+            "chat", request, result_type=ModelReply, **MODEL_CALL
+        )
+        self.usage.llm_calls += 1
+        self.usage.prompt_tokens += reply.prompt_tokens
+        self.usage.completion_tokens += reply.completion_tokens
+        return reply
+
+    async def search(self, query: str) -> ToolResult:
+        self.usage.searches += 1
+        request = SearchRequest(query=query, max_results=self.max_search_results)
+        return await self._tool("web_search", request)
+
+    async def crawl(self, url: str) -> ToolResult:
+        if url not in self._crawls:  # the same URL is fetched once per run
+            self.usage.crawls += 1
+            self._crawls[url] = asyncio.create_task(self._tool("crawl", CrawlRequest(url=url)))
+        return await self._crawls[url]
+
+    async def run_python(self, request: CodeRequest) -> ToolResult:
+        self.usage.code_runs += 1
+        return await self._tool("run_python", request)
+
+    async def close_sandbox(self, session: str) -> None:
+        try:
+            await workflow.execute_activity("close_sandbox", session, **TOOL_CALL["close_sandbox"])
+        except ActivityError:
+            pass  # the worker's idle reaper closes it anyway
+
+    async def _tool(self, name: str, request: object) -> ToolResult:
+        """A failed tool call becomes a readable error for the agent."""
+        try:
+            result = await workflow.execute_activity(
+                name, request, result_type=ToolResult, **TOOL_CALL[name]
+            )
+        except ActivityError as err:
+            return ToolResult(error=True, content=f"Error: {name} failed: {failure_reason(err)}")
+        for source in result.sources:
+            self.sources.setdefault(source.url, source)
+        return result
+
+
+async def run_agent(
+    tools: Tools,
+    role: str,
+    task: str,
+    variables: dict,
+    max_turns: int,
+    session: str,
+) -> str:
+    """A ReAct loop: the model calls tools until it answers without one, or
+    until ``max_turns`` model calls, after which it must answer without tools."""
+    names = AGENT_TOOLS[role]
+    messages = [Message(role="user", content=task)]
+    history: str | None = None
+    cells: list[str] = []  # code this step's sandbox session has run
+    try:
+        for _ in range(max_turns):
+            reply = await tools.chat(
+                ModelRequest(
+                    role=role, prompt=role, variables=variables,
+                    history=history, messages=messages, tools=names,
+                )
+            )  # fmt: skip
+            history = reply.history
+            calls = [c for c in reply.tool_calls if c.name in names]
+            if not calls:
+                return reply.content or "(no findings)"
+            results = await _run_calls(tools, calls, session, cells)
+            messages = [
+                Message(role="tool", tool_call_id=c.id, content=r.content, blob=r.blob)
+                for c, r in zip(calls, results)
+            ]
+        messages.append(Message(role="user", content=FINAL_TURN))
+        reply = await tools.chat(
+            ModelRequest(
+                role=role, prompt=role, variables=variables, history=history,
+                messages=messages, tools=names, tool_choice="none",
+            )
+        )  # fmt: skip
+        return reply.content or "(no findings)"
+    finally:
+        if cells:
+            await tools.close_sandbox(session)
+
+
+async def _run_calls(
+    tools: Tools, calls: list[ToolCall], session: str, cells: list[str]
+) -> list[ToolResult]:
+    """Searches and crawls of one turn run concurrently; code cells run in
+    order, since they share the session's state."""
+
+    async def one(call: ToolCall) -> ToolResult:
+        try:
+            args = json.loads(call.arguments or "{}")
+        except ValueError:
+            return ToolResult(error=True, content=f"Error: the arguments of {call.name} are not valid JSON.")
+        if not isinstance(args, dict):
+            args = {}
+        if call.name == "web_search" and args.get("query"):
+            return await tools.search(str(args["query"]))
+        if call.name == "crawl" and args.get("url"):
+            return await tools.crawl(str(args["url"]))
+        if call.name == "run_python" and args.get("code"):
+            code = str(args["code"])
+            result = await tools.run_python(CodeRequest(session=session, code=code, previous=list(cells)))
+            if not result.error:
+                cells.append(code)
+            return result
+        return ToolResult(error=True, content=f"Error: {call.name} is missing its argument.")
+
+    if any(c.name == "run_python" for c in calls):
+        return [await one(c) for c in calls]
+    return list(await asyncio.gather(*(one(c) for c in calls)))
