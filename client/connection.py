@@ -11,13 +11,16 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, ExternalStorage
 
 from activities.settings import data_dir
 from client.payload_storage import FileStorageDriver
+from workflows.models import PHASE_ATTRIBUTE, ResearchInput, ResearchResult
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
@@ -80,3 +83,51 @@ async def connect(conn: Connection) -> Client:
             f"{str(err).splitlines()[0][:200]}; set TEMPORAL_ADDRESS or --address, "
             "or run `deepresearch server`"
         ) from None
+
+
+async def search_attributes_ready(client: Client, namespace: str) -> bool:
+    """Whether the server knows our search attributes; registers them when it
+    lets us (dev server, self-hosted with operator rights)."""
+    from temporalio.api.enums.v1 import IndexedValueType
+    from temporalio.api.operatorservice.v1 import (
+        AddSearchAttributesRequest,
+        ListSearchAttributesRequest,
+    )
+
+    from client.devserver import SEARCH_ATTRIBUTES
+
+    try:
+        known = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=namespace)
+        )
+        missing = {k: v for k, v in SEARCH_ATTRIBUTES.items() if k not in known.custom_attributes}
+        if missing:
+            kinds = {"Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+                     "Text": IndexedValueType.INDEXED_VALUE_TYPE_TEXT}  # fmt: skip
+            await client.operator_service.add_search_attributes(
+                AddSearchAttributesRequest(
+                    namespace=namespace,
+                    search_attributes={k: kinds[v] for k, v in missing.items()},
+                )
+            )
+        return True
+    except Exception:  # no rights (e.g. Temporal Cloud without setup): run without them
+        return False
+
+
+async def start_research(
+    client: Client, conn: Connection, request: ResearchInput, workflow_id: str
+) -> WorkflowHandle[Any, ResearchResult]:
+    attributes = (
+        TypedSearchAttributes([SearchAttributePair(PHASE_ATTRIBUTE, "coordinating")])
+        if await search_attributes_ready(client, conn.namespace)
+        else TypedSearchAttributes.empty
+    )
+    return await client.start_workflow(
+        WORKFLOW_TYPE,
+        request,
+        id=workflow_id,
+        task_queue=conn.task_queue,
+        result_type=ResearchResult,
+        search_attributes=attributes,
+    )

@@ -18,8 +18,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workflows.models import PHASE_ATTRIBUTE, TITLE_ATTRIBUTE
+
 # Registered at start so the Temporal UI can list and filter runs by them.
-SEARCH_ATTRIBUTES = {"ResearchPhase": "Keyword", "ResearchTitle": "Text"}
+SEARCH_ATTRIBUTES = {PHASE_ATTRIBUTE.name: "Keyword", TITLE_ATTRIBUTE.name: "Text"}
 
 
 class DevServerError(RuntimeError):

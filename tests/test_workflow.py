@@ -8,17 +8,21 @@ history: non-determinism fails these tests.
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
+from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
 from activities.settings import Settings
+from client.connection import Connection, start_research
 from tests.harness.pages import PageServer, article
 from tests.harness.research_script import EXPECTED_SUM, ResearchScript
 from worker import build_worker
-from workflows.models import ResearchInput, ResearchResult, RunStatus
+from workflows.models import PHASE_ATTRIBUTE, ProgressEvent, ResearchInput, RunStatus
 
+HISTORIES = Path(__file__).parent / "histories"
 FACT = "FACT: the Lantern Rock lighthouse keeper logged 4417 ships in 1911"
 
 
@@ -50,13 +54,17 @@ async def worker(temporal_client, worker_env, task_queue, script):
 
 
 async def start(client, task_queue, question, **options):
-    return await client.start_workflow(
-        "DeepResearch",
-        ResearchInput(question=question, **options),
-        id=f"test-{uuid.uuid4().hex[:8]}",
-        task_queue=task_queue,
-        result_type=ResearchResult,
-    )
+    conn = Connection(address="unused", task_queue=task_queue)
+    request = ResearchInput(question=question, **options)
+    return await start_research(client, conn, request, f"test-{uuid.uuid4().hex[:8]}")
+
+
+async def keep_history(handle, name):
+    """With RECORD_HISTORIES=1, save the run's history for the replay suite."""
+    if os.environ.get("RECORD_HISTORIES") == "1":
+        history = await handle.fetch_history()
+        HISTORIES.mkdir(exist_ok=True)
+        (HISTORIES / f"{name}.json").write_text(history.to_json())
 
 
 async def wait_for_phase(handle, phase, timeout=30.0):
@@ -71,6 +79,7 @@ async def wait_for_phase(handle, phase, timeout=30.0):
 async def test_full_run_searches_crawls_computes_and_reports(temporal_client, task_queue, worker, llm, pages):
     handle = await start(temporal_client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True)
     result = await handle.result()
+    await keep_history(handle, "happy_path")
 
     assert result.status == "completed"
     assert FACT in result.final_report  # only in the crawled page's body
@@ -88,6 +97,7 @@ async def test_full_run_searches_crawls_computes_and_reports(temporal_client, ta
 async def test_greeting_is_answered_directly_without_planning(temporal_client, task_queue, worker, llm):
     handle = await start(temporal_client, task_queue, "Hello there!")
     result = await handle.result()
+    await keep_history(handle, "greeting")
     assert result.status == "answered_directly"
     assert "research assistant" in result.final_report
     assert [r["_role"] for r in llm.requests] == ["coordinator"]
@@ -113,6 +123,44 @@ async def test_review_rejects_bad_feedback_then_takes_edit_and_accept(temporal_c
         await handle.execute_update("submit_review", "[ACCEPTED]", result_type=str)
     assert "no plan is waiting for review" in str(late.value.cause)
     result = await handle.result()
+    await keep_history(handle, "edited_plan")
     assert result.status == "completed" and result.plan_iterations == 1
     assert [s.title for s in result.plan.steps][1] == "Edited: add the keeper's name"
     assert len(llm.calls("planner")) == 2  # the edit re-planned; acceptance did not
+
+
+async def test_progress_stream_and_search_attributes(temporal_client, task_queue, worker):
+    from temporalio.contrib.workflow_streams import WorkflowStreamClient
+
+    handle = await start(temporal_client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True)
+    await handle.result()
+    stream = WorkflowStreamClient.create(temporal_client, handle.id)
+    events = [item.data async for item in stream.subscribe("progress", result_type=ProgressEvent)]
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "phase" and kinds[-1] == "finished"
+    assert {"plan", "step_started", "step_finished", "tool_call"} <= set(kinds)
+    assert any(e.kind == "tool_call" and e.text.startswith("crawl: ") for e in events)
+    described = await handle.describe()
+    assert described.typed_search_attributes.get(PHASE_ATTRIBUTE) == "completed"
+
+
+async def test_broken_plan_is_recovered_by_asking_again(temporal_client, task_queue, worker, llm, script):
+    replies = iter(["This is not JSON at all, sorry."])
+    normal = script.planner
+    script.planner = lambda request: next(replies, None) or normal(request)
+    handle = await start(temporal_client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True)
+    result = await handle.result()
+    assert result.status == "completed"
+    second_ask = llm.calls("planner")[1]
+    assert "not a valid plan" in second_ask["messages"][-1]["content"]
+
+
+async def test_plan_that_never_parses_ends_as_plan_failed(temporal_client, task_queue, worker, llm, script):
+    script.planner = lambda request: "I refuse to write JSON."
+    handle = await start(temporal_client, task_queue, "Tell me about Lantern Rock")
+    result = await handle.result()
+    await keep_history(handle, "plan_failed")
+    assert result.status == "plan_failed"
+    assert "did not produce a valid plan" in result.final_report
+    assert len(llm.calls("planner")) == 2
+    assert llm.calls("researcher") == [] and llm.calls("reporter") == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from datetime import timedelta
 
 from temporalio import workflow
@@ -79,9 +80,12 @@ class Tools:
     """Runs model and tool calls for one research run, keeping its usage
     counters, the sources it retrieved and a per-run crawl cache."""
 
-    def __init__(self, usage: Usage, max_search_results: int) -> None:
+    def __init__(
+        self, usage: Usage, max_search_results: int, on_tool: Callable[[str], None] = lambda _: None
+    ) -> None:
         self.usage = usage
         self.max_search_results = max_search_results
+        self.on_tool = on_tool  # told "tool: argument" before each tool call
         self.sources: dict[str, Citation] = {}
         self._crawls: dict[str, asyncio.Task[ToolResult]] = {}
 
@@ -96,17 +100,20 @@ class Tools:
 
     async def search(self, query: str) -> ToolResult:
         self.usage.searches += 1
+        self.on_tool(f"web_search: {query}")
         request = SearchRequest(query=query, max_results=self.max_search_results)
         return await self._tool("web_search", request)
 
     async def crawl(self, url: str) -> ToolResult:
         if url not in self._crawls:  # the same URL is fetched once per run
             self.usage.crawls += 1
+            self.on_tool(f"crawl: {url}")
             self._crawls[url] = asyncio.create_task(self._tool("crawl", CrawlRequest(url=url)))
         return await self._crawls[url]
 
     async def run_python(self, request: CodeRequest) -> ToolResult:
         self.usage.code_runs += 1
+        self.on_tool(f"run_python: {request.code.strip().splitlines()[0][:80]}")
         return await self._tool("run_python", request)
 
     async def close_sandbox(self, session: str) -> None:

@@ -10,15 +10,20 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
+from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows import routing
 from workflows.agent import Tools, failure_reason, run_agent
 from workflows.models import (
+    PHASE_ATTRIBUTE,
+    PROGRESS_TOPIC,
+    TITLE_ATTRIBUTE,
     Message,
     ModelRequest,
     Phase,
     Plan,
+    ProgressEvent,
     ResearchInput,
     ResearchResult,
     RunOutcome,
@@ -42,7 +47,12 @@ class DeepResearch:
         self.observations: list[str] = []
         self.running: set[int] = set()
         self.usage = Usage()
-        self.tools = Tools(self.usage, request.max_search_results)
+        self.stream = WorkflowStream()  # live progress for observers
+        self.progress = self.stream.topic(PROGRESS_TOPIC, type=ProgressEvent)
+        # Upsert phase and title only if the starter set them (i.e. the
+        # server has them registered): an unregistered key fails the task.
+        self.has_attributes = PHASE_ATTRIBUTE in workflow.info().typed_search_attributes
+        self.tools = Tools(self.usage, request.max_search_results, lambda t: self.emit("tool_call", t))
         self.feedback: str | None = None  # set by a review while one is pending
         self.review_pending = False
         self.question: str | None = None  # clarification question awaiting an answer
@@ -54,8 +64,9 @@ class DeepResearch:
         try:
             return await self.research()
         except ActivityError as err:
-            self.set_phase("failed")
             self.error = failure_reason(err)
+            self.set_phase("failed")
+            self.emit("failed", self.error)
             raise ApplicationError(self.error, type="ResearchFailed", non_retryable=True) from err
 
     async def research(self) -> ResearchResult:
@@ -83,7 +94,7 @@ class DeepResearch:
                 if self.plan_iterations == 0:
                     return self.finish("plan_failed", planner.failure)
                 break
-            self.plan = plan
+            self.set_plan(plan)
             if plan.has_enough_context:
                 break
             review = await self.review()
@@ -130,8 +141,9 @@ class DeepResearch:
             history, messages = reply.history, [Message(role="user", content=answer)]
 
     async def ask_user(self, question: str) -> str:
-        self.set_phase("clarifying")
         self.question, self.answer = question, None
+        self.set_phase("clarifying")
+        self.emit("question", question)
         await workflow.wait_condition(lambda: self.answer is not None)
         answer, self.question, self.answer = self.answer or "", None, None
         self.set_phase("coordinating")
@@ -142,8 +154,9 @@ class DeepResearch:
     async def review(self) -> routing.Review:
         if self.request.auto_accept_plan:
             return routing.Review(accepted=True)
-        self.set_phase("awaiting_review")
         self.feedback, self.review_pending = None, True
+        self.set_phase("awaiting_review")
+        self.emit("review_requested", "the plan is waiting for review")
         await workflow.wait_condition(lambda: self.feedback is not None)
         self.review_pending = False
         return routing.parse_review(self.feedback or "")
@@ -163,6 +176,7 @@ class DeepResearch:
         async with limit:
             self.running.add(index)
             workflow.set_current_details(f"Step {index + 1}/{len(plan.steps)}: {step.title}")
+            self.emit("step_started", step.title, index)
             task = (
                 f"# Research question\n{self.topic}\n\n"
                 f"# Your step\n## {step.title}\n{step.description}\n\n"
@@ -174,6 +188,7 @@ class DeepResearch:
                 self.request.agent_max_turns, session,
             )  # fmt: skip
             self.running.discard(index)
+            self.emit("step_finished", step.title, index)
 
     def findings(self) -> str:
         if self.plan is None:
@@ -205,6 +220,7 @@ class DeepResearch:
 
     def finish(self, status: RunOutcome, text: str) -> ResearchResult:
         self.set_phase("completed")
+        self.emit("finished", status)
         return ResearchResult(
             status=status,
             question=self.request.question,
@@ -227,6 +243,19 @@ class DeepResearch:
     def set_phase(self, phase: Phase) -> None:
         self.phase = phase
         workflow.set_current_details(f"Phase: {phase}")
+        if self.has_attributes:
+            workflow.upsert_search_attributes([PHASE_ATTRIBUTE.value_set(phase)])
+        self.emit("phase", phase)
+
+    def set_plan(self, plan: Plan) -> None:
+        self.plan = plan
+        if self.has_attributes:
+            workflow.upsert_search_attributes([TITLE_ATTRIBUTE.value_set(plan.title[:200])])
+        steps = "; ".join(f"{i + 1}. {s.title}" for i, s in enumerate(plan.steps))
+        self.emit("plan", f"{plan.title}: {steps}" if steps else plan.title)
+
+    def emit(self, kind: str, text: str = "", step: int | None = None) -> None:
+        self.progress.publish(ProgressEvent(kind=kind, text=text, step=step))
 
     @workflow.query(name="status")
     def status(self) -> RunStatus:

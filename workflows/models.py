@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from temporalio.common import SearchAttributeKey
 
 StepType = Literal["research", "processing", "analysis"]
 ReportStyle = Literal[
@@ -137,6 +138,23 @@ class RunStatus(BaseModel):
     review_pending: bool = False
     usage: Usage = Field(default_factory=Usage)
     error: str | None = None
+
+
+class ProgressEvent(BaseModel):
+    """One item of a run's live progress stream (topic ``progress``)."""
+
+    kind: Literal[
+        "phase", "plan", "step_started", "step_finished", "tool_call",
+        "review_requested", "question", "finished", "failed",
+    ]  # fmt: skip
+    text: str = ""
+    step: int | None = None  # index into the plan's steps
+
+
+PROGRESS_TOPIC = "progress"
+# Search attributes, so the Temporal UI lists and filters runs by them.
+PHASE_ATTRIBUTE = SearchAttributeKey.for_keyword("ResearchPhase")
+TITLE_ATTRIBUTE = SearchAttributeKey.for_text("ResearchTitle")
 
 
 # --- model calls -------------------------------------------------------------

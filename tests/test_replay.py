@@ -1,0 +1,28 @@
+"""Recorded histories replay against the current workflow code.
+
+A change to workflow logic that would break running workflows fails here.
+Re-record (after a deliberate, versioned change) with:
+    RECORD_HISTORIES=1 pytest tests/test_workflow.py
+"""
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+
+from client.connection import data_converter
+from workflows.deep_research import DeepResearch
+
+HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
+
+
+def test_there_are_histories_to_replay():
+    assert {"happy_path", "edited_plan", "greeting", "plan_failed"} <= {p.stem for p in HISTORIES}
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
+async def test_history_replays(path: Path, tmp_path: Path):
+    replayer = Replayer(workflows=[DeepResearch], data_converter=data_converter(tmp_path))
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    await replayer.replay_workflow(history)
