@@ -10,10 +10,17 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROLES = ("coordinator", "planner", "researcher", "coder", "analyst", "reporter", "reasoning")
 DEFAULT_MODEL = "gpt-4.1-mini"
-SEARCH_ENGINES = ("tavily",)
+SEARCH_ENGINES = ("tavily", "duckduckgo", "searxng", "brave", "arxiv")
+# The variable each search engine cannot work without (keyless engines need none).
+SEARCH_ENGINE_REQUIRES = {
+    "tavily": ("TAVILY_API_KEY", "export your Tavily key"),
+    "searxng": ("SEARXNG_URL", "export the address of your SearxNG instance, e.g. http://localhost:8888"),
+    "brave": ("BRAVE_API_KEY", "export your Brave Search API key"),
+}
 SANDBOXES = ("local", "e2b")
 
 # Context windows by model-name prefix, most specific first. Unknown models get
@@ -76,6 +83,12 @@ class Settings:
     search_engine: str = "tavily"
     tavily_api_key: str | None = None
     tavily_base_url: str | None = None
+    searxng_url: str | None = None
+    brave_api_key: str | None = None
+    brave_base_url: str | None = None
+    arxiv_base_url: str | None = None
+    include_domains: tuple[str, ...] = ()
+    exclude_domains: tuple[str, ...] = ()
     sandbox: str = "local"
     e2b_api_key: str | None = None
     data_dir: Path = field(default_factory=default_data_dir)
@@ -97,7 +110,11 @@ class Settings:
             for role in ROLES
         }
         tavily_key = env.get("TAVILY_API_KEY") or None
-        engine = (env.get("DEEPRESEARCH_SEARCH_ENGINE") or "tavily").strip().lower()
+        # Tavily when its key is there, else the keyless DuckDuckGo.
+        engine = (
+            (env.get("DEEPRESEARCH_SEARCH_ENGINE") or "").strip().lower()
+            or ("tavily" if tavily_key else "duckduckgo")
+        )
         e2b_key = env.get("E2B_API_KEY") or None
         sandbox = (env.get("DEEPRESEARCH_SANDBOX") or ("e2b" if e2b_key else "local")).strip().lower()
         return cls(
@@ -108,6 +125,12 @@ class Settings:
             search_engine=engine,
             tavily_api_key=tavily_key,
             tavily_base_url=env.get("TAVILY_BASE_URL") or None,
+            searxng_url=(env.get("SEARXNG_URL") or "").strip() or None,
+            brave_api_key=env.get("BRAVE_API_KEY") or None,
+            brave_base_url=env.get("BRAVE_BASE_URL") or None,
+            arxiv_base_url=env.get("ARXIV_BASE_URL") or None,
+            include_domains=parse_domains(env.get("DEEPRESEARCH_SEARCH_INCLUDE_DOMAINS")),
+            exclude_domains=parse_domains(env.get("DEEPRESEARCH_SEARCH_EXCLUDE_DOMAINS")),
             sandbox=sandbox,
             e2b_api_key=e2b_key,
             data_dir=data_dir(env),
@@ -126,8 +149,23 @@ class Settings:
                 f"DEEPRESEARCH_SEARCH_ENGINE={self.search_engine!r} is not supported; "
                 f"use one of: {', '.join(SEARCH_ENGINES)}"
             )
-        if self.search_engine == "tavily" and not self.tavily_api_key:
-            raise ConfigError("TAVILY_API_KEY is not set: export your Tavily key for web search")
+        required = SEARCH_ENGINE_REQUIRES.get(self.search_engine)
+        values = {
+            "TAVILY_API_KEY": self.tavily_api_key,
+            "SEARXNG_URL": self.searxng_url,
+            "BRAVE_API_KEY": self.brave_api_key,
+        }
+        if required and not values[required[0]]:
+            variable, hint = required
+            raise ConfigError(
+                f"{variable} is not set: DEEPRESEARCH_SEARCH_ENGINE={self.search_engine} needs it; "
+                f"{hint} (or use DEEPRESEARCH_SEARCH_ENGINE=duckduckgo, which needs no key)"
+            )
+        if self.search_engine == "searxng" and not _is_http_url(self.searxng_url):
+            raise ConfigError(
+                f"SEARXNG_URL={self.searxng_url!r} is not an http(s) address: "
+                "set it to your SearxNG instance, e.g. http://localhost:8888"
+            )
         if self.sandbox not in SANDBOXES:
             raise ConfigError(
                 f"DEEPRESEARCH_SANDBOX={self.sandbox!r} is not supported; use 'local' or 'e2b'"
@@ -144,7 +182,29 @@ class Settings:
     @property
     def secrets(self) -> list[str]:
         """Every secret value, for tests and log scrubbing."""
-        return [s for s in (self.openai_api_key, self.tavily_api_key, self.e2b_api_key) if s]
+        return [
+            s
+            for s in (self.openai_api_key, self.tavily_api_key, self.brave_api_key, self.e2b_api_key)
+            if s
+        ]
+
+
+def parse_domains(value: str | None) -> tuple[str, ...]:
+    """``"example.com, https://www.Docs.org/path"`` -> ``("example.com", "www.docs.org")``."""
+    domains: list[str] = []
+    for item in (value or "").replace(";", ",").replace(" ", ",").split(","):
+        item = item.strip().lower()
+        if "://" in item:
+            item = urlsplit(item).hostname or ""
+        item = item.split("/", 1)[0].removeprefix("*.").strip(".")
+        if item and item not in domains:
+            domains.append(item)
+    return tuple(domains)
+
+
+def _is_http_url(value: str | None) -> bool:
+    parts = urlsplit(value or "")
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
 
 
 def context_window_for(model: str) -> int:

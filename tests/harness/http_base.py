@@ -4,6 +4,11 @@ bearer-key check, request log, fault injection and latency.
 A subclass sets ``path`` and implements ``_record`` (what goes into
 ``requests``), ``_reply`` (the scripted answer) and ``_error`` (an error
 response in the mimicked service's format).
+
+A GET endpoint (a search API taking a query string) sets ``methods = ("GET",)``:
+its ``body`` is then the query string as a dict (first value of each name).
+A service that checks its key elsewhere than ``Authorization: Bearer``
+overrides ``_authorised``.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
 
 
 @dataclass
@@ -31,6 +37,7 @@ def json_response(status: int, obj: object, headers: dict[str, str] | None = Non
 
 class ScriptedServer:
     path: str
+    methods: tuple[str, ...] = ("POST",)  # the HTTP methods ``path`` answers
 
     def __init__(self, api_key: str) -> None:
         self.api_key = api_key
@@ -100,18 +107,27 @@ class ScriptedServer:
     def _error(self, status: int, message: str, headers: dict[str, str]) -> Response:
         raise NotImplementedError
 
-    def _respond(self, path: str, headers, raw: bytes) -> Response:
+    def _authorised(self, headers) -> bool:
+        return headers.get("Authorization") == f"Bearer {self.api_key}"
+
+    def _respond(self, path: str, headers, raw: bytes, method: str = "POST") -> Response:
         if path.split("?")[0] != self.path:
             return json_response(404, {"error": f"no route {path}"})
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            return self._error(400, "request body is not JSON", {})
+        if method not in self.methods:
+            return json_response(405, {"error": f"{method} not allowed on {self.path}"})
+        if method == "GET":
+            query = parse_qs(urlsplit(path).query, keep_blank_values=True)
+            body = {name: values[0] for name, values in query.items()}
+        else:
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                return self._error(400, "request body is not JSON", {})
         record = {**self._record(body), "_status": None}  # set once answered
         with self._lock:
             self.requests.append(record)
         time.sleep(self.latency)
-        if headers.get("Authorization") != f"Bearer {self.api_key}":
+        if not self._authorised(headers):
             response = self._error(401, "invalid API key", {})
         elif fault := self._next_fault():
             status, retry_after = fault
@@ -137,6 +153,14 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self._send(response)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+            self.close_connection = True
+
+    def do_GET(self) -> None:
+        scripted = self.server.scripted  # type: ignore[attr-defined]
+        response = scripted._respond(self.path, self.headers, b"", method="GET")
+        try:
+            self._send(response)
+        except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
     def _send(self, response: Response) -> None:
