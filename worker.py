@@ -17,6 +17,7 @@ from temporalio.worker import Worker
 from activities.blobs import BlobStore
 from activities.crawl import CrawlActivities
 from activities.llm import ModelActivities
+from activities.local_docs import LocalDocsActivities
 from activities.sandbox import LocalSandbox, SandboxActivities
 from activities.search import SearchActivities
 from activities.settings import ConfigError, Settings
@@ -39,11 +40,15 @@ def build_worker(
     search = SearchActivities(settings)
     crawl = CrawlActivities(blobs, allow_private=settings.allow_private_urls)
     code = SandboxActivities(sandbox)
+    docs = LocalDocsActivities(settings.data_dir)
     worker = Worker(
         client,
         task_queue=task_queue,
         workflows=[DeepResearch],
-        activities=[model.chat, search.web_search, crawl.crawl, code.run_python, code.close_sandbox],
+        activities=[
+            model.chat, search.web_search, crawl.crawl, code.run_python, code.close_sandbox,
+            docs.index_resources, docs.local_search,
+        ],  # fmt: skip
         max_cached_workflows=max_cached_workflows,
         max_concurrent_activities=max_concurrent_activities,
     )

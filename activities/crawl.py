@@ -12,12 +12,16 @@ from __future__ import annotations
 import asyncio
 import codecs
 import html as html_lib
+import io
+import logging
 import re
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 
 import httpx
+import pypdf
 import trafilatura
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -30,7 +34,7 @@ TRANSIENT = "CrawlTransientError"
 MAX_RETRY_AFTER = timedelta(seconds=60)
 HEADERS = {
     "User-Agent": "Mozilla/5.0 (compatible; deepresearch-temporal/0.1; research agent)",
-    "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5",
+    "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,application/pdf;q=0.8,*/*;q=0.5",
 }
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.I)
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
@@ -89,13 +93,121 @@ def _plain(body: bytes, charset: str | None, url: str) -> tuple[str, str]:
     return (first if len(first) <= 120 else ""), text
 
 
-# Content types the crawler understands, by MIME type. PDF support plugs in
-# here: a converter ``(body, charset, url) -> (title, markdown)`` for
-# "application/pdf".
+# pypdf logs a warning for every oddity of a broken file; the error result
+# already says what matters.
+logging.getLogger("pypdf").setLevel(logging.ERROR)
+
+# Bounds on the work spent on one PDF: pages read, characters kept, seconds spent.
+PDF_MAX_PAGES = 200
+PDF_MAX_CHARS = 1_000_000
+PDF_MAX_SECONDS = 60.0
+
+
+def pdf_to_markdown(
+    data: bytes,
+    source: str,
+    *,
+    max_pages: int = PDF_MAX_PAGES,
+    max_chars: int = PDF_MAX_CHARS,
+    max_seconds: float = PDF_MAX_SECONDS,
+) -> tuple[str, str]:
+    """Title and markdown of a PDF: one ``## Page N`` section per page with text.
+
+    The title comes from the document information, else the first line of text.
+    Work stops after ``max_pages`` pages, ``max_chars`` characters or
+    ``max_seconds`` seconds, with a note saying so. Encrypted, broken and
+    image-only PDFs raise ``CrawlRefused`` with a readable reason (``source``,
+    e.g. "at <url>", names the document in it; empty leaves it out).
+    """
+    where = f" {source}" if source else ""
+    if b"%PDF-" not in data[:1024]:
+        raise CrawlRefused(f"the file{where} is not a PDF (no %PDF header)")
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data), strict=False)
+        if reader.is_encrypted:
+            try:
+                opened = reader.decrypt("")  # many PDFs only restrict printing/copying
+            except Exception:  # noqa: BLE001 - unsupported algorithm, broken keys...
+                opened = pypdf.PasswordType.NOT_DECRYPTED
+            if opened == pypdf.PasswordType.NOT_DECRYPTED:
+                raise CrawlRefused(f"the PDF{where} is encrypted (password protected)")
+        total = len(reader.pages)
+        title = _pdf_title(reader)
+    except CrawlRefused:
+        raise
+    except Exception as e:  # noqa: BLE001 - pypdf raises many types on broken files
+        reason = _one_line(str(e)) or type(e).__name__
+        raise CrawlRefused(f"cannot read the PDF{where}: {reason}") from e
+
+    deadline = time.monotonic() + max_seconds
+    parts: list[str] = []
+    size = 0
+    read = 0
+    stopped = ""
+    for number in range(1, total + 1):
+        if number > max_pages:
+            stopped = f"stopped after {max_pages} of {total} pages"
+        elif size >= max_chars:
+            stopped = f"stopped after {read} of {total} pages (text limit {max_chars:,} characters)"
+        elif time.monotonic() > deadline:
+            stopped = f"stopped after {read} of {total} pages (time limit {max_seconds:g} s)"
+        if stopped:
+            break
+        read = number
+        try:
+            text = reader.pages[number - 1].extract_text() or ""
+        except Exception as e:  # noqa: BLE001 - one bad page must not lose the others
+            logging.getLogger(__name__).debug("PDF %s page %d: %s", source, number, e)
+            continue
+        text = _clean_pdf_text(text)
+        if not text:
+            continue
+        text = text[: max(max_chars - size, 0)]
+        size += len(text)
+        parts.append(f"## Page {number}\n\n{text}")
+    if not parts:
+        raise CrawlRefused(f"no extractable text in the PDF{where} (it may be scanned images)")
+    if stopped:
+        parts.append(f"[{stopped}]")
+    if not title:
+        first = parts[0].split("\n\n", 1)[1]
+        line = next((ln.strip() for ln in first.splitlines() if ln.strip()), "")
+        title = line if len(line) <= 120 else ""
+    return _one_line(title), "\n\n".join(parts) + "\n"
+
+
+def _pdf_title(reader: pypdf.PdfReader) -> str:
+    try:
+        title = reader.metadata.title if reader.metadata else None
+    except Exception:  # noqa: BLE001 - broken info dictionary: fall back to the text
+        return ""
+    title = _one_line(str(title or ""))
+    # Generators often leave placeholders such as "untitled" or a file name.
+    lowered = title.lower()
+    if lowered in {"untitled", "title", "unknown"} or lowered.endswith((".doc", ".docx", ".pdf")):
+        return ""
+    return title
+
+
+def _clean_pdf_text(text: str) -> str:
+    """Strip NULs and trailing spaces; keep at most one blank line in a row."""
+    lines = [line.rstrip() for line in text.replace("\x00", "").splitlines()]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _pdf(body: bytes, charset: str | None, url: str) -> tuple[str, str]:
+    """Title and markdown of a PDF document (see ``pdf_to_markdown``)."""
+    return pdf_to_markdown(body, f"at {url}")
+
+
+# Content types the crawler understands, by MIME type: a converter
+# ``(body, charset, url) -> (title, markdown)``, run in a thread.
 CONVERTERS: dict[str, Callable[[bytes, str | None, str], tuple[str, str]]] = {
     "text/html": _html,
     "application/xhtml+xml": _html,
     "text/plain": _plain,
+    "application/pdf": _pdf,
+    "application/x-pdf": _pdf,
 }
 
 
@@ -197,7 +309,8 @@ class CrawlActivities:
         mime = content_type.split(";")[0].strip().lower()
         if mime not in CONVERTERS:
             raise CrawlRefused(
-                f"cannot read {mime or 'unknown'} content from {url}; only HTML and plain text"
+                f"cannot read {mime or 'unknown'} content from {url}; "
+                "only HTML, plain text and PDF"
             )
         length = response.headers.get("content-length", "")
         if length.isdigit() and int(length) > self.max_bytes:

@@ -51,6 +51,7 @@ def render_prompt(name: str, variables: dict[str, Any]) -> str:
         if variables.get("clarify")
         else ""
     )
+    values["local_docs"] = render_prompt("local_docs", {}) if variables.get("has_resources") else ""
     style = variables.get("report_style")
     if style:
         values["style_guide"] = (folder / "styles" / f"{style}.md").read_text(encoding="utf-8")

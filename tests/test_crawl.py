@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import gzip
+import io
 import socket
 from datetime import timedelta
 
+import pypdf
 import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
@@ -183,7 +185,7 @@ async def test_too_large_after_decompression(pages, blobs):
     assert result.error and "too large" in result.content
 
 
-@pytest.mark.parametrize("content_type", ["application/octet-stream", "image/png", "application/pdf"])
+@pytest.mark.parametrize("content_type", ["application/octet-stream", "image/png", "video/mp4"])
 async def test_unsupported_content_type(pages, crawler, content_type):
     pages.add("/file", b"\x89PNG\r\n\x1a\n\x00\x00binary", content_type=content_type)
     result = await crawl(crawler, pages.url("/file"))
@@ -302,3 +304,132 @@ async def test_guard_refuses_bad_urls(url, allow_private):
 @pytest.mark.parametrize("url", ["http://93.184.216.34/", "HTTPS://8.8.8.8:443/q?x=1", "https://[2606:4700:4700::1111]/"])
 async def test_guard_allows_public_addresses(url):
     await check_url(url, allow_private=False)
+
+
+# --- PDF ----------------------------------------------------------------------
+
+
+def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
+    """A minimal valid PDF: one text line per list item, Helvetica, ASCII text."""
+
+    def escape(line: str) -> str:
+        return line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+    n = len(pages)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>"
+        % (b" ".join(b"%d 0 R" % (5 + 2 * i) for i in range(n)), n),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+        b"<< /Title (%s) /Producer (tests) >>" % escape(title or "").encode("latin-1"),
+    ]
+    for i, lines in enumerate(pages):
+        text = " T* ".join(f"({escape(line)}) Tj" for line in lines)
+        stream = f"BT /F1 12 Tf 14 TL 72 750 Td {text} ET".encode("latin-1")
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % (6 + 2 * i)
+        )
+        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    trailer = b"<< /Size %d /Root 1 0 R" % (len(objects) + 1)
+    if title is not None:
+        trailer += b" /Info 4 0 R"
+    out += b"trailer\n%s >>\nstartxref\n%d\n%%%%EOF\n" % (trailer, xref)
+    return bytes(out)
+
+
+PDF_PAGES = [
+    ["Boteti River Survey 2024", "Annual report of the Okavango zebra count."],
+    [FACT, "The count used three observation posts along the river."],
+    ["Appendix: the team plans a drone survey next year."],
+]
+
+
+async def test_pdf_text_reaches_markdown(pages, crawler, blobs):
+    pdf = make_pdf(PDF_PAGES, title="Zebra survey report")
+    pages.add("/report.pdf", pdf, content_type="application/pdf")
+    url = pages.url("/report.pdf")
+    result = await crawl(crawler, url)
+    assert not result.error, result.content
+    assert result.content == f"# Zebra survey report\nURL: {url}\n"
+    assert [(s.title, s.url) for s in result.sources] == [("Zebra survey report", url)]
+    markdown = blobs.get(result.blob)
+    assert "## Page 1\n" in markdown and "## Page 3\n" in markdown
+    assert markdown.index("## Page 2") < markdown.index("4,217 zebras") < markdown.index("## Page 3")
+    assert "drone survey" in markdown
+
+
+async def test_pdf_title_falls_back_to_first_line(pages, crawler):
+    pages.add("/untitled.pdf", make_pdf(PDF_PAGES), content_type="application/pdf")
+    result = await crawl(crawler, pages.url("/untitled.pdf"))
+    assert result.content.startswith("# Boteti River Survey 2024\n")
+
+
+def test_pdf_page_limit():
+    title, markdown = crawl_module.pdf_to_markdown(
+        make_pdf([[f"Text of page {n}."] for n in range(1, 8)]), "test", max_pages=3
+    )
+    assert "Text of page 3." in markdown and "Text of page 4." not in markdown
+    assert "## Page 4" not in markdown
+    assert "[stopped after 3 of 7 pages]" in markdown
+
+
+def test_pdf_text_limit():
+    _, markdown = crawl_module.pdf_to_markdown(
+        make_pdf([["x" * 80] * 10] * 10), "test", max_chars=1000
+    )
+    assert markdown.count("x") <= 1000
+    assert "text limit" in markdown
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        make_pdf(PDF_PAGES)[:300],  # truncated download
+        b"%PDF-1.7\n" + b"\x00garbage\xff" * 50,  # header, then nonsense
+        b"<html><body>not a pdf</body></html>",  # mislabelled
+    ],
+)
+async def test_broken_pdf_is_error_result(pages, crawler, body):
+    pages.add("/broken.pdf", body, content_type="application/pdf")
+    result = await crawl(crawler, pages.url("/broken.pdf"))
+    assert result.error
+    assert result.content.startswith("Error: ")
+    assert "PDF" in result.content and pages.url("/broken.pdf") in result.content
+
+
+async def test_pdf_without_text_is_error_result(pages, crawler):
+    pages.add("/scan.pdf", make_pdf([[], []]), content_type="application/pdf")
+    result = await crawl(crawler, pages.url("/scan.pdf"))
+    assert result.error and "no extractable text" in result.content
+
+
+def _encrypted(data: bytes, user_password: str) -> bytes:
+    writer = pypdf.PdfWriter(clone_from=io.BytesIO(data))
+    writer.encrypt(user_password, owner_password="owner", algorithm="AES-256")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+async def test_password_protected_pdf_is_error_result(pages, crawler):
+    locked = _encrypted(make_pdf(PDF_PAGES), "secret")
+    pages.add("/locked.pdf", locked, content_type="application/pdf")
+    result = await crawl(crawler, pages.url("/locked.pdf"))
+    assert result.error and "encrypted" in result.content
+
+
+async def test_pdf_with_only_an_owner_password_is_read(pages, crawler, blobs):
+    restricted = _encrypted(make_pdf(PDF_PAGES), "")
+    pages.add("/restricted.pdf", restricted, content_type="application/pdf")
+    result = await crawl(crawler, pages.url("/restricted.pdf"))
+    assert not result.error, result.content
+    assert "4,217 zebras" in blobs.get(result.blob)

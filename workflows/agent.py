@@ -20,6 +20,8 @@ from workflows.models import (
     Citation,
     CodeRequest,
     CrawlRequest,
+    IndexRequest,
+    LocalSearchRequest,
     Message,
     ModelReply,
     ModelRequest,
@@ -57,12 +59,25 @@ TOOL_CALL = {
         heartbeat_timeout=timedelta(seconds=30),
         retry_policy=RetryPolicy(maximum_attempts=2),
     ),
+    "local_search": dict(start_to_close_timeout=timedelta(seconds=60), retry_policy=TOOL_RETRY),
+    "index_resources": dict(
+        start_to_close_timeout=timedelta(minutes=30),
+        heartbeat_timeout=timedelta(seconds=60),
+        retry_policy=TOOL_RETRY,
+    ),
     "close_sandbox": dict(
         start_to_close_timeout=timedelta(seconds=30), retry_policy=RetryPolicy(maximum_attempts=2)
     ),
 }
 
 AGENT_TOOLS = {"researcher": ["web_search", "crawl"], "coder": ["run_python"], "analyst": []}
+
+
+def agent_tools(role: str, has_resources: bool) -> list[str]:
+    """The researcher also searches the user's documents when there are any."""
+    extra = ["local_search"] if role == "researcher" and has_resources else []
+    return extra + AGENT_TOOLS[role]
+
 FINAL_TURN = (
     "You have used all the tool calls allowed for this step. Do not call any more tools: "
     "write your final answer now from what you have gathered."
@@ -81,10 +96,15 @@ class Tools:
     counters, the sources it retrieved and a per-run crawl cache."""
 
     def __init__(
-        self, usage: Usage, max_search_results: int, on_tool: Callable[[str], None] = lambda _: None
+        self,
+        usage: Usage,
+        max_search_results: int,
+        run_key: str,
+        on_tool: Callable[[str], None] = lambda _: None,
     ) -> None:
         self.usage = usage
         self.max_search_results = max_search_results
+        self.run_key = run_key  # names this run's local-document index
         self.on_tool = on_tool  # told "tool: argument" before each tool call
         self.sources: dict[str, Citation] = {}
         self._crawls: dict[str, asyncio.Task[ToolResult]] = {}
@@ -103,6 +123,16 @@ class Tools:
         self.on_tool(f"web_search: {query}")
         request = SearchRequest(query=query, max_results=self.max_search_results)
         return await self._tool("web_search", request)
+
+    async def index_resources(self, paths: list[str]) -> ToolResult:
+        self.on_tool(f"index_resources: {len(paths)} path(s)")
+        return await self._tool("index_resources", IndexRequest(run_key=self.run_key, paths=paths))
+
+    async def local_search(self, query: str) -> ToolResult:
+        self.usage.searches += 1
+        self.on_tool(f"local_search: {query}")
+        request = LocalSearchRequest(run_key=self.run_key, query=query, max_results=self.max_search_results)
+        return await self._tool("local_search", request)
 
     async def crawl(self, url: str) -> ToolResult:
         if url not in self._crawls:  # the same URL is fetched once per run
@@ -142,10 +172,11 @@ async def run_agent(
     variables: dict,
     max_turns: int,
     session: str,
+    names: list[str],
 ) -> str:
-    """A ReAct loop: the model calls tools until it answers without one, or
-    until ``max_turns`` model calls, after which it must answer without tools."""
-    names = AGENT_TOOLS[role]
+    """A ReAct loop: the model calls tools (``names``) until it answers without
+    one, or until ``max_turns`` model calls, after which it must answer
+    without tools."""
     messages = [Message(role="user", content=task)]
     history: str | None = None
     cells: list[str] = []  # code this step's sandbox session has run
@@ -194,6 +225,8 @@ async def _run_calls(
             args = {}
         if call.name == "web_search" and args.get("query"):
             return await tools.search(str(args["query"]))
+        if call.name == "local_search" and args.get("query"):
+            return await tools.local_search(str(args["query"]))
         if call.name == "crawl" and args.get("url"):
             return await tools.crawl(str(args["url"]))
         if call.name == "run_python" and args.get("code"):

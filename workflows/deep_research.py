@@ -14,7 +14,7 @@ from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows import routing
-from workflows.agent import Tools, failure_reason, run_agent
+from workflows.agent import Tools, agent_tools, failure_reason, run_agent
 from workflows.models import (
     PHASE_ATTRIBUTE,
     PROGRESS_TOPIC,
@@ -52,7 +52,10 @@ class DeepResearch:
         # Upsert phase and title only if the starter set them (i.e. the
         # server has them registered): an unregistered key fails the task.
         self.has_attributes = PHASE_ATTRIBUTE in workflow.info().typed_search_attributes
-        self.tools = Tools(self.usage, request.max_search_results, lambda t: self.emit("tool_call", t))
+        self.tools = Tools(
+            self.usage, request.max_search_results, workflow.info().workflow_id,
+            lambda text: self.emit("tool_call", text),
+        )  # fmt: skip
         self.feedback: str | None = None  # set by a review while one is pending
         self.review_pending = False
         self.question: str | None = None  # clarification question awaiting an answer
@@ -80,10 +83,15 @@ class DeepResearch:
         self.topic = decision.topic
         self.locale = r.locale or decision.locale or self.locale
 
-        # 2. Background investigation: one web search before planning.
-        if r.enable_background_investigation:
+        # 2. Background investigation: index the user's documents, and one
+        #    web search before planning.
+        if r.resources or r.enable_background_investigation:
             self.set_phase("investigating")
-            self.background = (await self.tools.search(self.topic)).content
+        if r.resources:
+            indexed = await self.tools.index_resources(r.resources)
+            self.background += f"## Local documents\n{indexed.content}\n\n"
+        if r.enable_background_investigation:
+            self.background += (await self.tools.search(self.topic)).content
 
         # 3. Plan, review and research until the plan has enough context or
         #    the iteration limit is reached.
@@ -183,9 +191,11 @@ class DeepResearch:
                 + (f"# Findings of earlier steps\n{earlier}\n" if earlier else "")
             )
             session = f"{workflow.info().workflow_id}/{self.plan_iterations}/{index}"
+            role = routing.AGENT_FOR_STEP[step.step_type]
+            has_resources = bool(self.request.resources)
             step.execution_res = await run_agent(
-                self.tools, routing.AGENT_FOR_STEP[step.step_type], task, self.variables(),
-                self.request.agent_max_turns, session,
+                self.tools, role, task, self.variables(has_resources=has_resources),
+                self.request.agent_max_turns, session, agent_tools(role, has_resources),
             )  # fmt: skip
             self.running.discard(index)
             self.emit("step_finished", step.title, index)

@@ -218,6 +218,17 @@ class CodeRequest(BaseModel):
     previous: list[str] = Field(default_factory=list)
 
 
+class IndexRequest(BaseModel):
+    run_key: str = Field(min_length=1)  # one index per run
+    paths: list[str] = Field(default_factory=list)
+
+
+class LocalSearchRequest(BaseModel):
+    run_key: str = Field(min_length=1)
+    query: str
+    max_results: int = 5
+
+
 class ToolResult(BaseModel):
     """What every tool activity returns to an agent loop."""
 
