@@ -29,7 +29,6 @@ from activities.blobs import BlobStore
 from activities.settings import Settings
 from workflows.models import Message, ModelReply, ModelRequest, ToolCall
 
-MODEL_TIMEOUT_SECONDS = 300
 HEARTBEAT_SECONDS = 10
 # Error types the workflow's retry policy must not retry.
 NON_RETRYABLE = ["ModelAuthError", "ModelRequestError"]
@@ -138,7 +137,7 @@ class ModelActivities:
             api_key=settings.openai_api_key or "not-needed",
             base_url=settings.openai_base_url,
             max_retries=0,  # Temporal owns retrying
-            timeout=MODEL_TIMEOUT_SECONDS,
+            timeout=settings.model_timeout,
         )
 
     def _api_message(self, message: Message) -> dict[str, Any]:
@@ -174,6 +173,10 @@ class ModelActivities:
     @activity.defn(name="chat")
     async def chat(self, request: ModelRequest) -> ModelReply:
         kwargs, conversation = self.build_request(request)
+        if activity.in_activity():
+            # Lets the provider (and our tests) tie a request to its activity.
+            info = activity.info()
+            kwargs["extra_headers"] = {"X-Client-Request-Id": f"{info.workflow_id}/{info.activity_id}"}
         try:
             async with _heartbeating():
                 response = await self.client.chat.completions.create(**kwargs)

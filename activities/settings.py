@@ -74,6 +74,19 @@ def _int(env: Mapping[str, str], name: str) -> int | None:
     return number
 
 
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    value = env.get(name)
+    if not value:
+        return default
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, got {value!r}") from None
+    if not 0 < seconds <= 1500:
+        raise ConfigError(f"{name} must be between 0 and 1500 seconds, got {value}")
+    return seconds
+
+
 @dataclass(frozen=True)
 class Settings:
     openai_api_key: str | None = None
@@ -93,6 +106,7 @@ class Settings:
     e2b_api_key: str | None = None
     data_dir: Path = field(default_factory=default_data_dir)
     allow_private_urls: bool = False
+    model_timeout: float = 300.0  # seconds for one model HTTP call
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -135,6 +149,7 @@ class Settings:
             e2b_api_key=e2b_key,
             data_dir=data_dir(env),
             allow_private_urls=_truthy(env.get("DEEPRESEARCH_ALLOW_PRIVATE_URLS")),
+            model_timeout=_seconds(env, "DEEPRESEARCH_MODEL_TIMEOUT", 300.0),
         )
 
     def check(self) -> None:

@@ -34,7 +34,7 @@ from workflows.models import (
 # --- activity options: explicit timeouts and retries for every call ----------
 
 MODEL_CALL = dict(
-    start_to_close_timeout=timedelta(minutes=6),
+    start_to_close_timeout=timedelta(minutes=30),  # above DEEPRESEARCH_MODEL_TIMEOUT
     heartbeat_timeout=timedelta(seconds=60),
     retry_policy=RetryPolicy(
         initial_interval=timedelta(seconds=1),

@@ -8,6 +8,7 @@ Deterministic and thin: every model and tool call is an activity (see
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.contrib.workflow_streams import WorkflowStream
@@ -106,6 +107,9 @@ class DeepResearch:
             if plan.has_enough_context:
                 break
             review = await self.review()
+            if review is None:
+                hours = r.review_timeout_hours
+                return self.finish("review_timed_out", f"No plan review arrived within {hours} hours.")
             if not review.accepted:
                 planner.edit(review.edit)
                 continue
@@ -159,13 +163,20 @@ class DeepResearch:
 
     # --- 3. human review --------------------------------------------------------
 
-    async def review(self) -> routing.Review:
-        if self.request.auto_accept_plan:
+    async def review(self) -> routing.Review | None:
+        """The human's verdict; None when the optional review timeout ends the wait."""
+        r = self.request
+        if r.auto_accept_plan:
             return routing.Review(accepted=True)
         self.feedback, self.review_pending = None, True
         self.set_phase("awaiting_review")
         self.emit("review_requested", "the plan is waiting for review")
-        await workflow.wait_condition(lambda: self.feedback is not None)
+        timeout = timedelta(hours=r.review_timeout_hours) if r.review_timeout_hours else None
+        try:
+            await workflow.wait_condition(lambda: self.feedback is not None, timeout=timeout)
+        except asyncio.TimeoutError:
+            self.review_pending = False
+            return routing.Review(accepted=True) if r.on_review_timeout == "accept" else None
         self.review_pending = False
         return routing.parse_review(self.feedback or "")
 

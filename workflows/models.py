@@ -34,7 +34,9 @@ Phase = Literal[
     "completed",
     "failed",
 ]
-RunOutcome = Literal["completed", "answered_directly", "rejected", "plan_failed"]
+RunOutcome = Literal[
+    "completed", "answered_directly", "rejected", "plan_failed", "review_timed_out"
+]
 
 
 # --- the plan ---------------------------------------------------------------
@@ -91,6 +93,9 @@ class ResearchInput(BaseModel):
     resources: list[str] = Field(default_factory=list)
     parallel_research: bool = True
     max_parallel_steps: int = Field(default=4, ge=1, le=32)
+    # Without a timeout a plan waits for review indefinitely (durably).
+    review_timeout_hours: float | None = Field(default=None, gt=0)
+    on_review_timeout: Literal["accept", "end"] = "end"
 
 
 class Usage(BaseModel):
