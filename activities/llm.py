@@ -29,7 +29,7 @@ from activities.blobs import BlobStore
 from activities.settings import Settings
 from workflows.models import Message, ModelReply, ModelRequest, ToolCall
 
-HEARTBEAT_SECONDS = 10
+HEARTBEAT_SECONDS = 3  # well inside the 15 s heartbeat timeout
 # Error types the workflow's retry policy must not retry.
 NON_RETRYABLE = ["ModelAuthError", "ModelRequestError"]
 

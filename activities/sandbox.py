@@ -3,7 +3,22 @@
 ``LocalSandbox`` keeps one OS process per session id, like a notebook kernel:
 variables survive between cells. Each process runs the worker's interpreter in
 isolated mode with a clean environment, its own temporary working directory and
-resource limits. It is a guard against runaway code, not a security boundary.
+resource limits (memory, CPU time, file size, wall time per cell, output size).
+
+Where the platform allows it, each session also gets (see ``Isolation``):
+
+- its own network namespace (``unshare --net``, or ``--net --map-root-user``
+  for an unprivileged worker) holding only a loopback interface, so code cannot
+  open connections to anything outside its own process;
+- when the worker runs as root: an unprivileged account (``nobody``) owning only
+  the session's directory, and a private mount namespace in which the shared
+  writable directories (``/tmp``, ``/var/tmp``, ``/run/lock``) are read-only
+  and ``/dev/shm`` is a private tmpfs, so code can write nowhere but its own
+  directory and cannot read other processes' environments.
+
+What is not available is logged once, as one warning, and the sandbox runs
+without it. This is defence in depth for model-written code, not a boundary
+for hostile code: use the E2B backend (``activities.sandbox_e2b``) for that.
 
 A worker that does not hold a session (restart, another machine) rebuilds it by
 replaying the cells the workflow says already ran (``CodeRequest.previous``).
@@ -14,7 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
+import pwd
 import shutil
 import signal
 import sys
@@ -23,12 +40,17 @@ import time
 import weakref
 from collections.abc import Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
-from typing import IO, Protocol
+from dataclasses import dataclass, field, replace
+from typing import IO, TYPE_CHECKING, Protocol
 
 from temporalio import activity
 
 from workflows.models import CodeRequest, ToolResult
+
+if TYPE_CHECKING:
+    from activities.settings import Settings
+
+log = logging.getLogger(__name__)
 
 # Runs inside the session process (``python -I -c DRIVER LIMITS``). Requests and
 # replies are JSON lines on private copies of fds 0 and 1; user code gets an
@@ -38,6 +60,83 @@ import ast, builtins, io, json, linecache, os, resource, signal, sys, traceback,
 
 limits = json.loads(sys.argv[1])
 CAP = limits["output_chars"]
+
+def loopback_up():
+    import fcntl, socket, struct
+    SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        req = struct.pack("16sH22x", b"lo", 0)
+        flags = struct.unpack("16sH22x", fcntl.ioctl(s, SIOCGIFFLAGS, req))[1]
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | IFF_UP))
+
+def private_tmp(size_mb):
+    # In our own mount namespace (unshare --mount, propagation private): the
+    # shared writable directories become read-only, except this session's own
+    # directory; /dev/shm becomes a private tmpfs that dies with the session.
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 1, 2, 4, 32, 4096
+    def mount(source, target, fstype, flags, data=None):
+        enc = lambda v: None if v is None else v.encode()
+        if libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"mount {target}: {os.strerror(err)}")
+    here = os.getcwd()
+    shared = []
+    for d in ("/tmp", "/var/tmp", "/run/lock"):
+        d = os.path.realpath(d)
+        if os.path.isdir(d) and d not in shared:
+            shared.append(d)
+            mount(d, d, None, MS_BIND)
+    mount(here, here, None, MS_BIND)  # a separate mount: stays writable
+    for d in shared:
+        mount(None, d, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    if os.path.isdir("/dev/shm"):
+        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777")
+    if limits.get("user"):
+        reveal(mount, MS_NOSUID | MS_NODEV, MS_BIND)
+    os.chdir(here)
+
+def reveal(mount, tmpfs_flags, MS_BIND):
+    # The interpreter and its libraries may lie under a directory the session
+    # user cannot enter (say /root/.pyenv). Cover each such directory with an
+    # empty tmpfs holding only the needed paths, bound back from the original;
+    # whatever else it held stays hidden.
+    import stat
+    wanted = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.getcwd()]
+    wanted += [p for p in sys.path if p]
+    wanted = {os.path.normpath(q) for p in wanted for q in (os.path.abspath(p), os.path.realpath(p))}
+    wanted = sorted(p for p in wanted if os.path.isdir(p))
+    wanted = [p for i, p in enumerate(wanted) if not any(p.startswith(q + "/") for q in wanted[:i])]
+    covers = {}
+    for p in wanted:
+        parts = p.split("/")
+        for i in range(2, len(parts)):
+            above = "/".join(parts[:i])
+            if not os.stat(above).st_mode & stat.S_IXOTH:
+                covers.setdefault(above, []).append(p)
+                break
+    held = {p: os.open(p, os.O_PATH) for paths in covers.values() for p in paths}
+    for above, paths in sorted(covers.items()):
+        mount("tmpfs", above, "tmpfs", tmpfs_flags, "mode=755,size=1m")
+        for p in paths:
+            os.makedirs(p, exist_ok=True)
+            mount(f"/proc/self/fd/{held[p]}", p, None, MS_BIND | 16384)  # MS_REC
+    for fd in held.values():
+        os.close(fd)
+
+if limits.get("netns"):
+    try:
+        loopback_up()  # code may still talk to itself over 127.0.0.1
+    except OSError as e:
+        print(f"[sandbox] loopback stays down: {e}", file=sys.stderr)
+if limits.get("private_tmp"):
+    private_tmp(limits["file_mb"])
+if limits.get("user"):
+    uid, gid = limits["user"]
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
 
 def limit(name, value):
     _, hard = resource.getrlimit(name)
@@ -140,6 +239,18 @@ class _Session:
     last_used: float = field(default_factory=time.monotonic)
 
 
+@dataclass(frozen=True)
+class Isolation:
+    """How session processes are confined beyond their resource limits."""
+
+    command: tuple[str, ...] = ()  # prefix, e.g. ("/usr/bin/unshare", "--net")
+    network: bool = False  # own network namespace: no connections out
+    user: str | None = None  # account sessions run as (the worker runs as root)
+    uid_gid: tuple[int, int] | None = None
+    private_tmp: bool = False  # shared writable dirs read-only, private /dev/shm
+    warning: str | None = None  # what is missing, as logged
+
+
 class LocalSandbox:
     """Persistent Python sessions, one local process each."""
 
@@ -153,10 +264,19 @@ class LocalSandbox:
         output_chars: int = 20_000,
         idle_timeout: float = 15 * 60,
         root: str | None = None,
+        network: bool = False,
+        user: str | None = "nobody",
+        unshare: str = "unshare",
     ) -> None:
+        """``network=True`` lets code use the network (no namespace). ``user`` is
+        the account sessions run as when the worker runs as root (None: stay
+        root). ``unshare`` is the util-linux tool used for the namespaces."""
         self.timeout = timeout
         self.idle_timeout = idle_timeout
         self.root = root
+        self.network = network
+        self.user = user
+        self.unshare = unshare
         self.limits = {
             "memory_mb": memory_mb,
             "cpu_seconds": cpu_seconds,
@@ -166,9 +286,24 @@ class LocalSandbox:
         self._sessions: dict[str, _Session] = {}
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._reaper: asyncio.Task[None] | None = None
+        self._isolation: Isolation | None = None
+        self._probing: asyncio.Lock | None = None
+
+    async def isolation(self) -> Isolation:
+        """What confines the sessions; probed once, on first use."""
+        if self._isolation is None:
+            if self._probing is None:
+                self._probing = asyncio.Lock()
+            async with self._probing:
+                if self._isolation is None:
+                    self._isolation = await self._probe()
+                    if self._isolation.warning:
+                        log.warning("%s", self._isolation.warning)
+        return self._isolation
 
     async def run(self, session: str, code: str, previous: Sequence[str] = ()) -> CellResult:
         """Run ``code`` in ``session``; rebuild the session from ``previous`` if needed."""
+        isolation = await self.isolation()
         lock = self._locks.setdefault(session, asyncio.Lock())
         async with lock:
             s = self._sessions.get(session)
@@ -177,7 +312,7 @@ class LocalSandbox:
                 s = None
             note = ""
             if s is None:
-                s = self._sessions[session] = await self._start()
+                s = self._sessions[session] = await self._start(isolation)
                 self._start_reaper()
                 for i, cell in enumerate(previous, 1):
                     replayed = await self._exec(session, s, cell)
@@ -205,8 +340,97 @@ class LocalSandbox:
         self._sessions.clear()
         await asyncio.gather(*(self._stop(s) for s in sessions))
 
-    async def _start(self) -> _Session:
+    async def _probe(self) -> Isolation:
+        """Find the strongest isolation this machine allows, and check it works."""
+        missing: list[str] = []
+        net: list[str] = []
+        unshare = shutil.which(self.unshare)
+        if not self.network:
+            problem = "the unshare tool is not installed"
+            for flags in (["--net"], ["--net", "--map-root-user"]):
+                if unshare and (problem := await _fails(unshare, *flags, "true")) is None:
+                    net = flags
+                    break
+            if not net:
+                missing.append(f"no network namespace ({problem}): code can open network connections")
+        user = uid_gid = None
+        mount: list[str] = []
+        if os.geteuid() != 0 and self.user:
+            missing.append(
+                f"sessions run as the worker's own user (uid {os.geteuid()}): code can write "
+                "wherever that user can (run the worker as root to drop sessions to 'nobody')"
+            )
+        elif self.user:
+            try:
+                entry = pwd.getpwnam(self.user)
+            except KeyError:
+                missing.append(f"no account {self.user!r}: sessions run as root")
+            else:
+                user, uid_gid = self.user, (entry.pw_uid, entry.pw_gid)
+                if unshare and await _fails(unshare, "--mount", "true") is None:
+                    mount = ["--mount"]
+
+        def under(*flags: str) -> tuple[str, ...]:
+            return (unshare, *flags) if flags else ()
+
+        candidates = []  # strongest first
+        if user:
+            full = Isolation(under(*net, *mount), bool(net), user, uid_gid, private_tmp=bool(mount))
+            candidates.append(full)
+            if mount:
+                candidates.append(replace(full, command=under(*net), private_tmp=False))
+        if net:
+            candidates.append(Isolation(under(*net), network=True))
+        chosen, problems = Isolation(), []
+        for candidate in candidates:
+            problem = await self._try(candidate)
+            if problem is None:
+                chosen = candidate
+                break
+            problems.append(problem)
+        if problems:
+            best, why = candidates[0], problems[0]
+            if best.network and not chosen.network:
+                missing.append(f"no network namespace ({why}): code can open network connections")
+            if best.user and not chosen.user:
+                missing.append(f"cannot run sessions as {best.user!r} ({why}): they run as root")
+            if best.private_tmp and not chosen.private_tmp:
+                missing.append(f"no private mounts ({why}): code can write to /tmp")
+        if missing:
+            chosen = replace(chosen, warning="sandbox isolation is incomplete: " + "; ".join(missing))
+        return chosen
+
+    async def _try(self, isolation: Isolation) -> str | None:
+        """Start a session with ``isolation`` and check it; None if it works."""
+        try:
+            s = await self._start(isolation)
+        except SandboxError as e:
+            return str(e)
+        try:
+            check = (  # it can write its directory and load the standard and installed libraries
+                "import os, sys, socket, decimal, json, sysconfig\n"
+                "open('probe', 'w').write('ok')\n"
+                "[os.listdir(p) for p in sys.path if os.path.isdir(p)]\n"
+                "print(os.geteuid())"
+            )
+            result = await self._exec("", s, check, timeout=max(self.timeout, 30))
+            if result.error:
+                return result.error.strip().splitlines()[-1]
+            if isolation.uid_gid and result.stdout.strip() != str(isolation.uid_gid[0]):
+                return f"the session runs as uid {result.stdout.strip()}"
+            return None
+        finally:
+            if not s.log.closed:  # not already stopped by a timeout or crash
+                await self._stop(s)
+
+    async def _start(self, isolation: Isolation) -> _Session:
         workdir = tempfile.mkdtemp(prefix="sandbox-", dir=self.root)
+        if isolation.uid_gid:
+            try:
+                os.chown(workdir, *isolation.uid_gid)
+            except OSError as e:
+                shutil.rmtree(workdir, ignore_errors=True)
+                raise SandboxError(f"cannot hand {workdir} to {isolation.user}: {e}") from e
         env = {
             "PATH": os.environ.get("PATH", os.defpath),
             "HOME": workdir,
@@ -220,8 +444,14 @@ class LocalSandbox:
         }
         log = tempfile.TemporaryFile()
         try:
+            limits = {
+                **self.limits,
+                "netns": isolation.network,
+                "private_tmp": isolation.private_tmp,
+                "user": isolation.uid_gid,
+            }
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-I", "-c", DRIVER, json.dumps(self.limits),
+                *isolation.command, sys.executable, "-I", "-c", DRIVER, json.dumps(limits),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=log,
@@ -248,15 +478,16 @@ class LocalSandbox:
             raise SandboxError(f"the sandbox interpreter did not start: {detail}")
         return s
 
-    async def _exec(self, session: str, s: _Session, code: str) -> CellResult:
+    async def _exec(self, session: str, s: _Session, code: str, timeout: float | None = None) -> CellResult:
         """Run one cell; on timeout or crash the session is stopped and dropped."""
+        timeout = timeout or self.timeout
         try:
             s.proc.stdin.write(json.dumps({"code": code}).encode() + b"\n")
             await s.proc.stdin.drain()
-            line = await asyncio.wait_for(s.proc.stdout.readline(), self.timeout)
+            line = await asyncio.wait_for(s.proc.stdout.readline(), timeout)
         except TimeoutError:
             await self._drop(session, s)
-            error = f"TimeoutError: the cell ran longer than {self.timeout:g} s and was stopped"
+            error = f"TimeoutError: the cell ran longer than {timeout:g} s and was stopped"
             return CellResult(error=error)
         except ConnectionError:
             line = b""
@@ -303,6 +534,36 @@ class LocalSandbox:
             await asyncio.gather(*(self._drop(sid, s) for sid, s in idle))
 
 
+async def _fails(*command: str) -> str | None:
+    """Run a quick probe command; None if it succeeds, else why it failed."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *command,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    except OSError as e:
+        return str(e)
+    try:
+        _, err = await asyncio.wait_for(proc.communicate(), 10)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        return f"`{' '.join(command)}` did not finish"
+    if proc.returncode == 0:
+        return None
+    detail = err.decode("utf-8", "replace").strip().splitlines()
+    return f"`{' '.join(command)}` failed: {detail[-1] if detail else _describe(proc.returncode)}"
+
+
+def _describe_isolation(isolation: Isolation) -> str:
+    parts = [" ".join(isolation.command) or "no namespaces"]
+    if isolation.user:
+        parts.append(f"as user {isolation.user}")
+    return "sessions under " + " ".join(parts)
+
+
 def _describe(returncode: int) -> str:
     if returncode >= 0:
         return f"exit code {returncode}"
@@ -318,6 +579,15 @@ def _tail(s: _Session, chars: int = 2000) -> str:
     s.log.seek(0, os.SEEK_END)
     s.log.seek(max(0, s.log.tell() - chars))
     return s.log.read().decode("utf-8", "replace").strip()
+
+
+def make_sandbox(settings: Settings) -> Sandbox:
+    """The backend the settings ask for: E2B (``DEEPRESEARCH_SANDBOX=e2b``) or local."""
+    if settings.sandbox == "e2b":
+        from activities.sandbox_e2b import E2BSandbox
+
+        return E2BSandbox(api_key=settings.e2b_api_key)
+    return LocalSandbox()
 
 
 class SandboxActivities:

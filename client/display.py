@@ -6,7 +6,6 @@ Dynamic text (questions, plans, reports) is always passed as ``Text`` or with
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -145,5 +144,7 @@ class ProgressView:
                 self.live.start()
 
 
-def error_console() -> Console:
-    return Console(file=sys.stderr, highlight=False, soft_wrap=True)
+
+def make_console() -> Console:
+    """Long lines are left to the terminal (or the file) instead of wrapped at 80."""
+    return Console(highlight=False, soft_wrap=True)

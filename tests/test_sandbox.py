@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import shutil
+import tempfile
 import time
+import uuid
 
 import pytest
 from temporalio.testing import ActivityEnvironment
@@ -158,5 +162,158 @@ async def test_cpu_limit_ends_the_process():
     try:
         result = await box.run("s", "while True:\n    pass")
         assert "SIGXCPU" in result.error and "CPU time limit" in result.error
+    finally:
+        await box.close_all()
+
+
+# --- isolation -------------------------------------------------------------
+#
+# Each test checks the isolation where this machine allows it, and otherwise
+# that the sandbox said so (one warning) and still works without it.
+
+CONNECT = """
+import socket
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+    print("connected")
+except OSError as e:
+    print("failed:", type(e).__name__)
+"""
+
+
+@pytest.fixture
+async def listener():
+    """A TCP server on the worker's loopback that records every connection."""
+    seen = []
+
+    async def accept(reader, writer):
+        seen.append(writer.get_extra_info("peername"))
+        writer.close()
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    server.seen = seen
+    server.port = server.sockets[0].getsockname()[1]
+    async with server:
+        yield server
+
+
+def warnings_of(caplog):
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "activities.sandbox" and r.levelno == logging.WARNING
+    ]
+
+
+async def test_code_cannot_open_network_connections(sandbox, listener, caplog):
+    isolation = await sandbox.isolation()
+    result = await sandbox.run("s", CONNECT.format(port=listener.port))
+    await asyncio.sleep(0.1)
+    if isolation.network:
+        assert result.stdout.startswith("failed:"), result
+        assert listener.seen == []
+        # Its own loopback works: code may still talk to itself.
+        code = (
+            "import socket\nserver = socket.create_server(('127.0.0.1', 0))\n"
+            "socket.create_connection(server.getsockname(), timeout=2).close()\nprint('loopback ok')"
+        )
+        assert (await sandbox.run("s", code)).stdout == "loopback ok\n"
+        # No name resolution either.
+        code = (
+            "import socket\ntry:\n    socket.getaddrinfo('example.com', 443)\n"
+            "except OSError:\n    print('no dns')"
+        )
+        assert (await sandbox.run("s", code)).stdout == "no dns\n"
+    else:  # no namespace here: the sandbox warned once and runs without one
+        assert any("no network namespace" in w for w in warnings_of(caplog))
+        assert result.stdout == "connected\n"
+        assert len(listener.seen) == 1
+
+
+async def test_without_unshare_it_warns_once_and_falls_back(listener, caplog):
+    box = LocalSandbox(unshare="/nonexistent/unshare")
+    try:
+        for session in ("a", "b"):
+            result = await box.run(session, CONNECT.format(port=listener.port))
+            assert result.stdout == "connected\n", result
+        isolation = await box.isolation()
+        assert not isolation.network and isolation.command == ()
+        warnings = warnings_of(caplog)
+        assert len(warnings) == 1
+        assert "no network namespace" in warnings[0]
+        assert warnings[0] == isolation.warning
+        await asyncio.sleep(0.1)
+        assert len(listener.seen) == 2
+    finally:
+        await box.close_all()
+
+
+async def test_network_flag_lets_code_connect(listener, caplog):
+    box = LocalSandbox(network=True)
+    try:
+        assert (await box.run("s", CONNECT.format(port=listener.port))).stdout == "connected\n"
+        assert not (await box.isolation()).network
+        assert not any("network" in w for w in warnings_of(caplog))
+    finally:
+        await box.close_all()
+
+
+async def test_code_writes_only_inside_its_own_directory(sandbox, caplog):
+    isolation = await sandbox.isolation()
+    outside = tempfile.mkdtemp(prefix="outside-")
+    os.chmod(outside, 0o777)  # world-writable: only the isolation can stop the write
+    stray = os.path.join(tempfile.gettempdir(), f"stray-{uuid.uuid4().hex}")
+    shm = f"/dev/shm/stray-{uuid.uuid4().hex}"
+    code = f"""
+import os
+open('inside.txt', 'w').write('ok')
+print(os.getcwd())
+for path in ({outside + '/x.txt'!r}, {stray!r}, {shm!r}):
+    try:
+        open(path, 'w').write('escaped')
+        print('wrote', path)
+    except OSError as e:
+        print('refused', path, type(e).__name__)
+try:
+    print('environ', len(open('/proc/{os.getpid()}/environ', 'rb').read()))
+except OSError as e:
+    print('environ refused', type(e).__name__)
+"""
+    try:
+        result = await sandbox.run("s", code)
+        assert result.error is None, result
+        cwd, *lines = result.stdout.splitlines()
+        assert os.path.exists(os.path.join(cwd, "inside.txt"))
+        if isolation.user:
+            refused = {f"refused {outside}/x.txt {kind}" for kind in ("PermissionError", "OSError")}
+            assert refused & set(lines), lines
+            assert not os.path.exists(os.path.join(outside, "x.txt"))
+            assert "environ refused PermissionError" in lines  # the worker's keys stay unreadable
+        else:
+            assert any("run as root" in w or "own user" in w for w in warnings_of(caplog))
+            assert f"wrote {outside}/x.txt" in lines
+        if isolation.private_tmp:
+            assert f"refused {stray} OSError" in lines  # read-only /tmp
+            assert not os.path.exists(stray)
+            assert f"wrote {shm}" in lines and not os.path.exists(shm)  # a private /dev/shm
+        else:
+            assert any("isolation is incomplete" in w for w in warnings_of(caplog))
+        await sandbox.close("s")
+        assert not os.path.exists(cwd)
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+        for path in (stray, shm):
+            if os.path.exists(path):
+                os.unlink(path)
+
+
+async def test_without_the_account_it_warns_and_runs_unprivileged_or_as_is(caplog):
+    box = LocalSandbox(user="no-such-account-here")
+    try:
+        assert (await box.run("s", "print(6 * 7)")).stdout == "42\n"
+        isolation = await box.isolation()
+        assert isolation.user is None
+        assert len(warnings_of(caplog)) == 1
+        assert "no-such-account-here" in isolation.warning or os.geteuid() != 0
     finally:
         await box.close_all()

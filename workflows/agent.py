@@ -35,7 +35,7 @@ from workflows.models import (
 
 MODEL_CALL = dict(
     start_to_close_timeout=timedelta(minutes=30),  # above DEEPRESEARCH_MODEL_TIMEOUT
-    heartbeat_timeout=timedelta(seconds=60),
+    heartbeat_timeout=timedelta(seconds=15),
     retry_policy=RetryPolicy(
         initial_interval=timedelta(seconds=1),
         backoff_coefficient=2.0,
@@ -51,12 +51,12 @@ TOOL_CALL = {
     "web_search": dict(start_to_close_timeout=timedelta(seconds=60), retry_policy=TOOL_RETRY),
     "crawl": dict(
         start_to_close_timeout=timedelta(seconds=90),
-        heartbeat_timeout=timedelta(seconds=30),
+        heartbeat_timeout=timedelta(seconds=15),
         retry_policy=TOOL_RETRY,
     ),
     "run_python": dict(
         start_to_close_timeout=timedelta(minutes=5),
-        heartbeat_timeout=timedelta(seconds=30),
+        heartbeat_timeout=timedelta(seconds=15),
         retry_policy=RetryPolicy(maximum_attempts=2),
     ),
     "local_search": dict(start_to_close_timeout=timedelta(seconds=60), retry_policy=TOOL_RETRY),
