@@ -48,7 +48,7 @@ TOOL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=20), maximum_attempts=3
 )
 TOOL_CALL = {
-    "web_search": dict(start_to_close_timeout=timedelta(seconds=60), retry_policy=TOOL_RETRY),
+    "web_search": dict(start_to_close_timeout=timedelta(seconds=45), retry_policy=TOOL_RETRY),
     "crawl": dict(
         start_to_close_timeout=timedelta(seconds=90),
         heartbeat_timeout=timedelta(seconds=15),
@@ -59,7 +59,7 @@ TOOL_CALL = {
         heartbeat_timeout=timedelta(seconds=15),
         retry_policy=RetryPolicy(maximum_attempts=2),
     ),
-    "local_search": dict(start_to_close_timeout=timedelta(seconds=60), retry_policy=TOOL_RETRY),
+    "local_search": dict(start_to_close_timeout=timedelta(seconds=30), retry_policy=TOOL_RETRY),
     "index_resources": dict(
         start_to_close_timeout=timedelta(minutes=30),
         heartbeat_timeout=timedelta(seconds=60),
