@@ -18,7 +18,7 @@ from activities.blobs import BlobStore
 from activities.crawl import CrawlActivities
 from activities.llm import ModelActivities
 from activities.local_docs import LocalDocsActivities
-from activities.sandbox import LocalSandbox, SandboxActivities
+from activities.sandbox import Sandbox, SandboxActivities, make_sandbox
 from activities.search import SearchActivities
 from activities.settings import ConfigError, Settings
 from client.connection import Connection, ConnectionFailed, connect
@@ -32,10 +32,10 @@ def build_worker(
     *,
     max_cached_workflows: int = 1000,
     max_concurrent_activities: int = 100,
-) -> tuple[Worker, LocalSandbox]:
+) -> tuple[Worker, Sandbox]:
     """A worker with every activity; the caller closes the sandbox."""
     blobs = BlobStore(settings.data_dir / "blobs")
-    sandbox = LocalSandbox()
+    sandbox = make_sandbox(settings)
     model = ModelActivities(settings, blobs)
     search = SearchActivities(settings)
     crawl = CrawlActivities(blobs, allow_private=settings.allow_private_urls)

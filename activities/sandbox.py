@@ -11,10 +11,12 @@ Where the platform allows it, each session also gets (see ``Isolation``):
   for an unprivileged worker) holding only a loopback interface, so code cannot
   open connections to anything outside its own process;
 - when the worker runs as root: an unprivileged account (``nobody``) owning only
-  the session's directory, and a private mount namespace in which the shared
-  writable directories (``/tmp``, ``/var/tmp``, ``/run/lock``) are read-only
-  and ``/dev/shm`` is a private tmpfs, so code can write nowhere but its own
-  directory and cannot read other processes' environments.
+  the session's directory, so code cannot read the worker's environment
+  (``/proc/<pid>/environ``) or write to the system; and a private mount
+  namespace in which ``/tmp``, ``/var/tmp``, ``/run/lock`` and the directory
+  holding the sessions' directories are empty and read-only but for the
+  session's own directory, and ``/dev/shm`` is a private tmpfs, so code can
+  write nowhere but its own directory and cannot see other sessions' files.
 
 What is not available is logged once, as one warning, and the sandbox runs
 without it. This is defence in depth for model-written code, not a boundary
@@ -69,61 +71,60 @@ def loopback_up():
         flags = struct.unpack("16sH22x", fcntl.ioctl(s, SIOCGIFFLAGS, req))[1]
         fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | IFF_UP))
 
-def private_tmp(size_mb):
-    # In our own mount namespace (unshare --mount, propagation private): the
-    # shared writable directories become read-only, except this session's own
-    # directory; /dev/shm becomes a private tmpfs that dies with the session.
-    import ctypes
+def private_mounts(size_mb, reveal):
+    # In our own mount namespace (unshare --mount, propagation private): each
+    # shared scratch directory, the directory holding all sessions' directories
+    # and, for ``reveal``, each directory the session user cannot enter (where
+    # the interpreter may live, say /root/.pyenv) is covered by an empty
+    # read-only tmpfs into which only what the session needs is bound back:
+    # its own directory (writable) and the interpreter's paths (read-only).
+    # /dev/shm becomes a private tmpfs. Everything dies with the session.
+    import ctypes, stat
     libc = ctypes.CDLL(None, use_errno=True)
-    MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 1, 2, 4, 32, 4096
+    MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 32, 4096, 16384
     def mount(source, target, fstype, flags, data=None):
         enc = lambda v: None if v is None else v.encode()
         if libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
             err = ctypes.get_errno()
             raise OSError(err, f"mount {target}: {os.strerror(err)}")
+    def under(path, folder):
+        return path.startswith(folder.rstrip("/") + "/")
     here = os.getcwd()
-    shared = []
-    for d in ("/tmp", "/var/tmp", "/run/lock"):
-        d = os.path.realpath(d)
-        if os.path.isdir(d) and d not in shared:
-            shared.append(d)
-            mount(d, d, None, MS_BIND)
-    mount(here, here, None, MS_BIND)  # a separate mount: stays writable
-    for d in shared:
-        mount(None, d, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    if os.path.isdir("/dev/shm"):
-        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777")
-    if limits.get("user"):
-        reveal(mount, MS_NOSUID | MS_NODEV, MS_BIND)
-    os.chdir(here)
-
-def reveal(mount, tmpfs_flags, MS_BIND):
-    # The interpreter and its libraries may lie under a directory the session
-    # user cannot enter (say /root/.pyenv). Cover each such directory with an
-    # empty tmpfs holding only the needed paths, bound back from the original;
-    # whatever else it held stays hidden.
-    import stat
-    wanted = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.getcwd()]
-    wanted += [p for p in sys.path if p]
-    wanted = {os.path.normpath(q) for p in wanted for q in (os.path.abspath(p), os.path.realpath(p))}
+    wanted = {here}
+    if reveal:
+        paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *filter(None, sys.path)]
+        wanted |= {os.path.normpath(f(p)) for p in paths for f in (os.path.abspath, os.path.realpath)}
     wanted = sorted(p for p in wanted if os.path.isdir(p))
-    wanted = [p for i, p in enumerate(wanted) if not any(p.startswith(q + "/") for q in wanted[:i])]
-    covers = {}
-    for p in wanted:
-        parts = p.split("/")
-        for i in range(2, len(parts)):
-            above = "/".join(parts[:i])
-            if not os.stat(above).st_mode & stat.S_IXOTH:
-                covers.setdefault(above, []).append(p)
-                break
-    held = {p: os.open(p, os.O_PATH) for paths in covers.values() for p in paths}
-    for above, paths in sorted(covers.items()):
-        mount("tmpfs", above, "tmpfs", tmpfs_flags, "mode=755,size=1m")
-        for p in paths:
-            os.makedirs(p, exist_ok=True)
-            mount(f"/proc/self/fd/{held[p]}", p, None, MS_BIND | 16384)  # MS_REC
+    wanted = [p for i, p in enumerate(wanted) if not any(under(p, q) for q in wanted[:i])]
+    covers = {os.path.realpath(d) for d in ("/tmp", "/var/tmp", "/run/lock") if os.path.isdir(d)}
+    covers.add(os.path.dirname(here))
+    if reveal:
+        for p in wanted:
+            parts = p.split("/")
+            for i in range(2, len(parts)):
+                above = "/".join(parts[:i])
+                if not os.stat(above).st_mode & stat.S_IXOTH:
+                    covers.add(above)
+                    break
+    covers = sorted(c for c in covers if c != "/" and c not in wanted)
+    covers = [c for i, c in enumerate(covers) if not any(under(c, o) for o in covers[:i])]
+    held = {p: os.open(p, os.O_PATH) for p in wanted if any(under(p, c) for c in covers)}
+    mask = os.umask(0o022)
+    for cover in covers:
+        mount("tmpfs", cover, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=1m")
+        for p, fd in held.items():
+            if under(p, cover):
+                os.makedirs(p)
+                mount(f"/proc/self/fd/{fd}", p, None, MS_BIND | MS_REC)
+                if p != here:
+                    mount(None, p, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        mount("tmpfs", cover, "tmpfs", MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=755")
+    os.umask(mask)
     for fd in held.values():
         os.close(fd)
+    if os.path.isdir("/dev/shm"):
+        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777")
+    os.chdir(here)
 
 if limits.get("netns"):
     try:
@@ -131,7 +132,7 @@ if limits.get("netns"):
     except OSError as e:
         print(f"[sandbox] loopback stays down: {e}", file=sys.stderr)
 if limits.get("private_tmp"):
-    private_tmp(limits["file_mb"])
+    private_mounts(limits["file_mb"], reveal=bool(limits.get("user")))
 if limits.get("user"):
     uid, gid = limits["user"]
     os.setgroups([])

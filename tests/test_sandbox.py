@@ -264,11 +264,13 @@ async def test_code_writes_only_inside_its_own_directory(sandbox, caplog):
     os.chmod(outside, 0o777)  # world-writable: only the isolation can stop the write
     stray = os.path.join(tempfile.gettempdir(), f"stray-{uuid.uuid4().hex}")
     shm = f"/dev/shm/stray-{uuid.uuid4().hex}"
+    # Outside every scratch directory: only the unprivileged account stops this one.
+    system = f"/etc/stray-{uuid.uuid4().hex}" if isolation.user else stray
     code = f"""
 import os
 open('inside.txt', 'w').write('ok')
 print(os.getcwd())
-for path in ({outside + '/x.txt'!r}, {stray!r}, {shm!r}):
+for path in ({outside + '/x.txt'!r}, {stray!r}, {shm!r}, {system!r}):
     try:
         open(path, 'w').write('escaped')
         print('wrote', path)
@@ -280,14 +282,16 @@ except OSError as e:
     print('environ refused', type(e).__name__)
 """
     try:
+        neighbour = (await sandbox.run("t", "import os; print(os.getcwd())")).stdout.strip()
+        code += f"print('neighbour', os.path.exists({neighbour!r}))"
         result = await sandbox.run("s", code)
         assert result.error is None, result
         cwd, *lines = result.stdout.splitlines()
         assert os.path.exists(os.path.join(cwd, "inside.txt"))
         if isolation.user:
-            refused = {f"refused {outside}/x.txt {kind}" for kind in ("PermissionError", "OSError")}
-            assert refused & set(lines), lines
+            assert any(line.startswith(f"refused {outside}/x.txt ") for line in lines), lines
             assert not os.path.exists(os.path.join(outside, "x.txt"))
+            assert f"refused {system} PermissionError" in lines and not os.path.exists(system)
             assert "environ refused PermissionError" in lines  # the worker's keys stay unreadable
         else:
             assert any("run as root" in w or "own user" in w for w in warnings_of(caplog))
@@ -296,13 +300,14 @@ except OSError as e:
             assert f"refused {stray} OSError" in lines  # read-only /tmp
             assert not os.path.exists(stray)
             assert f"wrote {shm}" in lines and not os.path.exists(shm)  # a private /dev/shm
+            assert "neighbour False" in lines  # other sessions' files are out of sight
         else:
             assert any("isolation is incomplete" in w for w in warnings_of(caplog))
         await sandbox.close("s")
         assert not os.path.exists(cwd)
     finally:
         shutil.rmtree(outside, ignore_errors=True)
-        for path in (stray, shm):
+        for path in (stray, shm, system):
             if os.path.exists(path):
                 os.unlink(path)
 
