@@ -18,7 +18,12 @@ from rich.text import Text
 
 from workflows.models import Plan, RunStatus, Usage
 
-STEP_MARKS = {"pending": ("·", "dim"), "running": ("…", "yellow"), "done": ("✓", "green"), "failed": ("✗", "red")}
+STEP_MARKS = {
+    "pending": ("·", "dim"),
+    "running": ("…", "yellow"),
+    "done": ("✓", "green"),
+    "failed": ("✗", "red"),
+}
 
 
 def usage_text(usage: Usage) -> str:
@@ -55,7 +60,9 @@ def render_status(status: RunStatus, workflow_id: str | None = None) -> Renderab
         table = Table(show_header=False, box=None, padding=(0, 1))
         for number, step in enumerate(status.steps, 1):
             mark, style = STEP_MARKS.get(step.status, ("?", ""))
-            table.add_row(Text(mark, style=style), f"{number}.", Text(step.step_type, style="cyan"), Text(step.title))
+            table.add_row(
+                Text(mark, style=style), f"{number}.", Text(step.step_type, style="cyan"), Text(step.title)
+            )
         parts.append(table)
     facts = Text(f"plan iterations: {status.plan_iterations}", style="dim")
     if status.review_pending:
@@ -146,5 +153,7 @@ class ProgressView:
 
 
 def make_console() -> Console:
-    """Long lines are left to the terminal (or the file) instead of wrapped at 80."""
-    return Console(highlight=False, soft_wrap=True)
+    """Wraps words on a terminal; leaves lines whole in pipes and files."""
+    console = Console(highlight=False)
+    console.soft_wrap = not console.is_terminal
+    return console

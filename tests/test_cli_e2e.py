@@ -1,0 +1,140 @@
+"""The product as a user drives it: the `deepresearch` CLI and a worker
+process against a real Temporal dev server, the stock `temporal` CLI for the
+review signal, and scripted model/search servers plus loopback pages."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from client.devserver import port_open, temporal_binary
+from tests.harness.pages import PageServer, article
+from tests.harness.research_script import EXPECTED_SUM, ResearchScript
+
+BIN = Path(sys.executable).parent
+FACT = "FACT: the Lantern Rock lighthouse keeper logged 4417 ships in 1911"
+QUESTION = "Tell me about the Lantern Rock lighthouse"
+
+
+def cli(env, *args, stdin=None, timeout=120):
+    return subprocess.run(
+        [str(BIN / "deepresearch"), *args], env=env, input=stdin, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.fixture
+def pages():
+    with PageServer() as server:
+        server.add("/lighthouse", article("Lantern Rock history", ["Some history.", FACT + ".", "More."]))
+        yield server
+
+
+@pytest.fixture
+def env(worker_env, llm, tavily, pages):
+    llm.handler = ResearchScript()
+    tavily.handler = lambda query, n: [
+        {"title": "Lantern Rock history", "url": pages.url("/lighthouse"), "content": "A lighthouse.", "score": 0.9}
+    ]
+    return worker_env
+
+
+@pytest.fixture
+def worker_process(env, tmp_path):
+    log = open(tmp_path / "worker.log", "w")
+    proc = subprocess.Popen([str(BIN / "deepresearch"), "worker"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    yield proc
+    proc.terminate()
+    proc.wait(15)
+    log.close()
+
+
+def wait_for_review(env, run_id, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = cli(env, "status", run_id, "--json")
+        if out.returncode == 0:
+            status = json.loads(out.stdout)
+            if status["review_pending"]:
+                return status
+        time.sleep(0.3)
+    raise AssertionError(f"{run_id} never waited for review")
+
+
+def check_report(result, pages):
+    assert result["status"] == "completed"
+    report = result["final_report"]
+    assert FACT in report  # only in the crawled page's body: search + crawl happened
+    assert f"SUM_OF_SQUARES={EXPECTED_SUM}" in report  # only by running the coder's code
+    assert pages.url("/lighthouse") in [c["url"] for c in result["citations"]]
+    usage = result["usage"]
+    assert usage["searches"] >= 1 and usage["crawls"] == 1 and usage["code_runs"] == 1
+
+
+def test_cli_run_with_bad_review_edit_and_accept(env, worker_process, pages):
+    run_id = cli(env, "start", QUESTION).stdout.strip()
+    assert run_id.startswith("research-")
+    wait_for_review(env, run_id)
+
+    bad = cli(env, "review", run_id, "--feedback", "looks good to me")
+    assert bad.returncode != 0
+    assert len(bad.stderr.strip().splitlines()) == 1
+    assert "[ACCEPTED]" in bad.stderr and "Traceback" not in bad.stderr
+    assert json.loads(cli(env, "status", run_id, "--json").stdout)["phase"] == "awaiting_review"
+
+    edited = cli(env, "review", run_id, "--edit", "add the keeper's name")
+    assert edited.returncode == 0, edited.stderr
+    status = wait_for_review(env, run_id)
+    assert "Edited: add the keeper's name" in [s["title"] for s in status["steps"]]
+
+    accepted = cli(env, "review", run_id, "--accept")
+    assert accepted.returncode == 0, accepted.stderr
+    out = cli(env, "result", run_id, "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    check_report(result, pages)
+    assert "Edited: add the keeper's name" in [s["title"] for s in result["plan"]["steps"]]
+
+
+def test_stock_temporal_cli_signal_reviews_the_plan(env, worker_process, dev_server, pages):
+    run_id = cli(env, "start", QUESTION).stdout.strip()
+    wait_for_review(env, run_id)
+
+    def signal(text):
+        subprocess.run(
+            [temporal_binary(), "workflow", "signal", "--address", dev_server.address,
+             "--workflow-id", run_id, "--name", "review", "--input", json.dumps(text)],
+            check=True, capture_output=True, timeout=30,
+        )  # fmt: skip
+
+    signal("not a review")  # ignored: the run keeps waiting
+    time.sleep(1)
+    assert json.loads(cli(env, "status", run_id, "--json").stdout)["review_pending"]
+    signal("[ACCEPTED]")
+    result = json.loads(cli(env, "result", run_id, "--json").stdout)
+    check_report(result, pages)
+
+
+def test_run_command_reviews_at_the_terminal_and_saves_the_report(env, dev_server, data_dir, pages):
+    # stdin: an edit, then an empty line to accept.
+    out = cli(env, "run", QUESTION, "--worker", "--id", "run-terminal", stdin="add the keeper's name\n\n", timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert FACT in out.stdout and f"SUM_OF_SQUARES={EXPECTED_SUM}" in out.stdout
+    saved = data_dir / "reports" / "run-terminal.md"
+    assert FACT in saved.read_text()
+
+
+def test_run_starts_the_embedded_server_when_none_is_reachable(env, data_dir):
+    if port_open("127.0.0.1", 7233):
+        pytest.fail("port 7233 is taken; this test needs it free to start the embedded dev server")
+    local = {k: v for k, v in env.items() if k not in ("TEMPORAL_ADDRESS", "DEEPRESEARCH_TASK_QUEUE")}
+    out = cli(local, "run", "Hello!", "--id", "embedded-greeting", timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert "research assistant" in out.stdout  # the coordinator's direct answer
+    assert (data_dir / "temporal.db").exists()
+    assert not port_open("127.0.0.1", 7233)  # the server was stopped again
