@@ -54,10 +54,11 @@ def fit(messages: list[dict], budget: int) -> list[dict]:
     # 1. Trim every tool output to a share of the budget.
     rest = [_trim(m, budget // 4) if m["role"] == "tool" else m for m in rest]
 
-    # 2. The head may take at most half of the budget.
+    # 2. The head keeps room for the newer turns (up to half of the budget).
+    head_cap = budget - min(total_tokens(rest), budget // 2) - 32
     for i, message in enumerate(head):
-        if total_tokens(head) > budget // 2:
-            head[i] = _trim(message, max(budget // 2 - total_tokens(head) + tokens(message), 64))
+        if total_tokens(head) > head_cap:
+            head[i] = _trim(message, max(head_cap - total_tokens(head) + tokens(message), 64))
 
     # 3. Keep the newest turns that fit, newest first.
     room = budget - total_tokens(head) - 32

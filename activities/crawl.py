@@ -27,6 +27,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.blobs import BlobStore
+from activities.heartbeat import heartbeating
 from activities.url_guard import UnsafeURL, check_url
 from workflows.models import Citation, CrawlRequest, ToolResult
 
@@ -252,7 +253,7 @@ class CrawlActivities:
         """Fetch ``request.url``, store its markdown as a blob, return title and URL."""
         url = request.url
         try:
-            async with asyncio.timeout(self.timeout):
+            async with heartbeating(), asyncio.timeout(self.timeout):
                 final_url, mime, charset, body = await self._download(url)
             title, markdown = await asyncio.to_thread(CONVERTERS[mime], body, charset, final_url)
             if not markdown.strip():
@@ -319,7 +320,6 @@ class CrawlActivities:
 
     async def _read(self, response: httpx.Response) -> bytes:
         """The (decompressed) body, stopping once it passes ``max_bytes``."""
-        heartbeat = activity.in_activity()
         chunks: list[bytes] = []
         size = 0
         async for chunk in response.aiter_bytes():
@@ -327,6 +327,4 @@ class CrawlActivities:
             if size > self.max_bytes:
                 raise CrawlRefused(f"page too large (over {self.max_bytes} bytes) at {response.url}")
             chunks.append(chunk)
-            if heartbeat:
-                activity.heartbeat(size)
         return b"".join(chunks)

@@ -9,10 +9,8 @@ blob so workflow history stays linear in new content.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-from contextlib import asynccontextmanager
 from datetime import timedelta
 from email.utils import parsedate_to_datetime
 from importlib import resources
@@ -26,10 +24,10 @@ from temporalio.exceptions import ApplicationError
 
 from activities import context
 from activities.blobs import BlobStore
+from activities.heartbeat import heartbeating
 from activities.settings import Settings
 from workflows.models import Message, ModelReply, ModelRequest, ToolCall
 
-HEARTBEAT_SECONDS = 3  # well inside the 15 s heartbeat timeout
 # Error types the workflow's retry policy must not retry.
 NON_RETRYABLE = ["ModelAuthError", "ModelRequestError"]
 
@@ -111,23 +109,6 @@ def classify(err: Exception) -> ApplicationError:
     return ApplicationError(f"model call failed: {type(err).__name__}: {err}", type="ModelUnavailable")
 
 
-@asynccontextmanager
-async def _heartbeating():
-    """Heartbeat while a long call runs, so a dead worker is noticed quickly."""
-
-    async def beat() -> None:
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(HEARTBEAT_SECONDS)
-
-    task = asyncio.create_task(beat()) if activity.in_activity() else None
-    try:
-        yield
-    finally:
-        if task:
-            task.cancel()
-
-
 class ModelActivities:
     def __init__(self, settings: Settings, blobs: BlobStore) -> None:
         self.settings = settings
@@ -159,12 +140,14 @@ class ModelActivities:
         conversation = [Message.model_validate(m) for m in earlier] + request.messages
         role = "reasoning" if request.reasoning else request.role
         window = self.settings.context_window_for(role)
-        budget = window - min(8_192, window // 4)  # room for the answer
+        tools = [self.tools[name] for name in request.tools]
+        # Room for the answer and for the tool schemas, which count too.
+        budget = window - min(8_192, window // 4) - len(json.dumps(tools)) // context.CHARS_PER_TOKEN
         system = {"role": "system", "content": render_prompt(request.prompt, request.variables)}
         messages = context.fit([system] + [self._api_message(m) for m in conversation], budget)
         kwargs: dict[str, Any] = {"model": self.settings.model_for(role), "messages": messages}
-        if request.tools:
-            kwargs["tools"] = [self.tools[name] for name in request.tools]
+        if tools:
+            kwargs["tools"] = tools
             kwargs["tool_choice"] = request.tool_choice
         if request.json_mode:
             kwargs["response_format"] = {"type": "json_object"}
@@ -178,7 +161,7 @@ class ModelActivities:
             info = activity.info()
             kwargs["extra_headers"] = {"X-Client-Request-Id": f"{info.workflow_id}/{info.activity_id}"}
         try:
-            async with _heartbeating():
+            async with heartbeating():
                 response = await self.client.chat.completions.create(**kwargs)
         except openai.OpenAIError as err:
             raise classify(err) from err

@@ -594,7 +594,7 @@ def make_sandbox(settings: Settings) -> Sandbox:
 class SandboxActivities:
     """Temporal activities for the coder agent's ``run_python`` tool."""
 
-    heartbeat_every = 5.0
+    heartbeat_every = 2.0  # well inside the 10 s heartbeat timeout
 
     def __init__(self, sandbox: Sandbox) -> None:
         self.sandbox = sandbox

@@ -40,6 +40,7 @@ from tavily import errors as tavily_errors
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeat import heartbeating
 from activities.settings import SEARCH_ENGINES, ConfigError, Settings
 from workflows.models import Citation, SearchRequest, ToolResult
 
@@ -501,7 +502,8 @@ class SearchActivities:
         filtering = bool(self.include or self.exclude) and not self.engine.filters_domains
         ask = min(max_results * 3, MAX_RESULTS) if filtering else max_results
         try:
-            found = await self.engine.search(query, ask)
+            async with heartbeating():
+                found = await self.engine.search(query, ask)
         except SearchRejected as err:
             return ToolResult(error=True, content=f"Error: {self._scrub(str(err))[:500]}")
         except SearchUnavailable as err:

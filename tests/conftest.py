@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import os
 import uuid
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 
+from activities.settings import Settings
 from client.connection import Connection, connect
 from client.devserver import DevServer
 from tests.harness.llm_server import ScriptedLLM
+from tests.harness.pages import PageServer, article
+from tests.harness.research_script import FACT, ResearchScript
 from tests.harness.search_server import ScriptedTavily
+from worker import build_worker
 
 
 @pytest.fixture(scope="session")
@@ -68,3 +73,48 @@ def worker_env(
         "DEEPRESEARCH_TASK_QUEUE": task_queue,
         "DEEPRESEARCH_MODEL": "scripted-model",
     }
+
+
+@pytest.fixture
+def pages():
+    """A loopback site whose article holds a fact found nowhere else."""
+    with PageServer() as server:
+        server.add("/lighthouse", article("Lantern Rock history", ["Some history first.", FACT + ".", "More."]))
+        yield server
+
+
+@pytest.fixture
+def script(llm: ScriptedLLM, tavily: ScriptedTavily, pages: PageServer) -> ResearchScript:
+    """The scripted model plays every role; search finds the loopback article."""
+    script = ResearchScript()
+    llm.handler = script
+    tavily.handler = lambda query, n: [
+        {"title": "Lantern Rock history", "url": pages.url("/lighthouse"), "content": "A lighthouse.", "score": 0.9}
+    ]
+    return script
+
+
+@pytest.fixture
+def research_worker(temporal_client: Client, worker_env: dict[str, str], task_queue: str, script):
+    """Start an in-process worker, optionally with extra environment. It caches
+    no workflows, so every workflow task replays the history from the start:
+    non-determinism fails the tests."""
+
+    @asynccontextmanager
+    async def start(**env: str):
+        settings = Settings.from_env(worker_env | env)
+        settings.check()
+        worker, sandbox = build_worker(temporal_client, settings, task_queue, max_cached_workflows=0)
+        try:
+            async with worker:
+                yield worker
+        finally:
+            await sandbox.close_all()
+
+    return start
+
+
+@pytest.fixture
+async def worker(research_worker):
+    async with research_worker() as worker:
+        yield worker

@@ -14,11 +14,9 @@ from pathlib import Path
 import pytest
 
 from client.devserver import port_open, temporal_binary
-from tests.harness.pages import PageServer, article
-from tests.harness.research_script import EXPECTED_SUM, ResearchScript
+from tests.harness.research_script import EXPECTED_SUM, FACT
 
 BIN = Path(sys.executable).parent
-FACT = "FACT: the Lantern Rock lighthouse keeper logged 4417 ships in 1911"
 QUESTION = "Tell me about the Lantern Rock lighthouse"
 
 
@@ -29,18 +27,7 @@ def cli(env, *args, stdin=None, timeout=120):
 
 
 @pytest.fixture
-def pages():
-    with PageServer() as server:
-        server.add("/lighthouse", article("Lantern Rock history", ["Some history.", FACT + ".", "More."]))
-        yield server
-
-
-@pytest.fixture
-def env(worker_env, llm, tavily, pages):
-    llm.handler = ResearchScript()
-    tavily.handler = lambda query, n: [
-        {"title": "Lantern Rock history", "url": pages.url("/lighthouse"), "content": "A lighthouse.", "score": 0.9}
-    ]
+def env(worker_env, script):
     return worker_env
 
 

@@ -101,3 +101,21 @@ def test_cited_keeps_only_retrieved_sources_in_report_order():
     seen = [Citation(title="A", url="https://a.example/x"), Citation(title="B", url="https://b.example/")]
     report = "See [B](https://b.example) and [A](https://a.example/x). Also https://invented.example/y."
     assert [c.title for c in routing.cited(report, seen)] == ["B", "A"]
+
+
+def test_verify_citations_marks_urls_the_run_never_retrieved():
+    seen = [Citation(title="A", url="https://a.example/x")]
+    report = "See [A](https://a.example/x), [Fake](https://fake.example/y) and https://bare.example/z."
+    checked = routing.verify_citations(report, seen)
+    assert "[A](https://a.example/x)" in checked
+    assert "fake.example" not in checked and "bare.example" not in checked
+    assert f"Fake {routing.UNVERIFIED}" in checked and checked.endswith(f"{routing.UNVERIFIED}.")
+
+
+@pytest.mark.parametrize(
+    "text, locale",
+    [("量子计算的现状如何", "zh-CN"), ("日本のロボット産業", "ja-JP"), ("한국 반도체", "ko-KR"),
+     ("Как работает", "ru-RU"), ("How do batteries work?", "en-US")],
+)
+def test_guess_locale_from_script(text, locale):
+    assert routing.guess_locale(text) == locale

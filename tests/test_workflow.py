@@ -7,73 +7,12 @@ history: non-determinism fails these tests.
 
 from __future__ import annotations
 
-import asyncio
-import os
-import uuid
-from pathlib import Path
-
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
-from activities.settings import Settings
-from client.connection import Connection, start_research
-from tests.harness.pages import PageServer, article
-from tests.harness.research_script import EXPECTED_SUM, ResearchScript
-from worker import build_worker
-from workflows.models import PHASE_ATTRIBUTE, ProgressEvent, ResearchInput, RunStatus
-
-HISTORIES = Path(__file__).parent / "histories"
-FACT = "FACT: the Lantern Rock lighthouse keeper logged 4417 ships in 1911"
-
-
-@pytest.fixture
-def pages():
-    with PageServer() as server:
-        server.add("/lighthouse", article("Lantern Rock history", ["Some history first.", FACT + ".", "More text."]))
-        yield server
-
-
-@pytest.fixture
-def script(llm, tavily, pages):
-    script = ResearchScript()
-    llm.handler = script
-    tavily.handler = lambda query, n: [
-        {"title": "Lantern Rock history", "url": pages.url("/lighthouse"), "content": "A lighthouse.", "score": 0.9}
-    ]
-    return script
-
-
-@pytest.fixture
-async def worker(temporal_client, worker_env, task_queue, script):
-    settings = Settings.from_env(worker_env)
-    settings.check()
-    worker, sandbox = build_worker(temporal_client, settings, task_queue, max_cached_workflows=0)
-    async with worker:
-        yield worker
-    await sandbox.close_all()
-
-
-async def start(client, task_queue, question, **options):
-    conn = Connection(address="unused", task_queue=task_queue)
-    request = ResearchInput(question=question, **options)
-    return await start_research(client, conn, request, f"test-{uuid.uuid4().hex[:8]}")
-
-
-async def keep_history(handle, name):
-    """With RECORD_HISTORIES=1, save the run's history for the replay suite."""
-    if os.environ.get("RECORD_HISTORIES") == "1":
-        history = await handle.fetch_history()
-        HISTORIES.mkdir(exist_ok=True)
-        (HISTORIES / f"{name}.json").write_text(history.to_json())
-
-
-async def wait_for_phase(handle, phase, timeout=30.0):
-    async with asyncio.timeout(timeout):
-        while True:
-            status = await handle.query("status", result_type=RunStatus)
-            if status.phase == phase:
-                return status
-            await asyncio.sleep(0.1)
+from tests.harness.research_script import EXPECTED_SUM, FACT
+from tests.harness.runs import keep_history, start, wait_for_phase
+from workflows.models import PHASE_ATTRIBUTE, ProgressEvent, RunStatus
 
 
 async def test_full_run_searches_crawls_computes_and_reports(temporal_client, task_queue, worker, llm, pages):

@@ -35,7 +35,7 @@ from workflows.models import (
 
 MODEL_CALL = dict(
     start_to_close_timeout=timedelta(minutes=30),  # above DEEPRESEARCH_MODEL_TIMEOUT
-    heartbeat_timeout=timedelta(seconds=15),
+    heartbeat_timeout=timedelta(seconds=10),
     retry_policy=RetryPolicy(
         initial_interval=timedelta(seconds=1),
         backoff_coefficient=2.0,
@@ -48,15 +48,19 @@ TOOL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=20), maximum_attempts=3
 )
 TOOL_CALL = {
-    "web_search": dict(start_to_close_timeout=timedelta(seconds=45), retry_policy=TOOL_RETRY),
+    "web_search": dict(
+        start_to_close_timeout=timedelta(seconds=45),
+        heartbeat_timeout=timedelta(seconds=10),
+        retry_policy=TOOL_RETRY,
+    ),
     "crawl": dict(
         start_to_close_timeout=timedelta(seconds=90),
-        heartbeat_timeout=timedelta(seconds=15),
+        heartbeat_timeout=timedelta(seconds=10),
         retry_policy=TOOL_RETRY,
     ),
     "run_python": dict(
         start_to_close_timeout=timedelta(minutes=5),
-        heartbeat_timeout=timedelta(seconds=15),
+        heartbeat_timeout=timedelta(seconds=10),
         retry_policy=RetryPolicy(maximum_attempts=2),
     ),
     "local_search": dict(start_to_close_timeout=timedelta(seconds=30), retry_policy=TOOL_RETRY),
@@ -124,9 +128,16 @@ class Tools:
         request = SearchRequest(query=query, max_results=self.max_search_results)
         return await self._tool("web_search", request)
 
-    async def index_resources(self, paths: list[str]) -> ToolResult:
+    async def index_resources(self, paths: list[str]) -> str:
+        """Index the user's documents for local_search; returns a summary."""
         self.on_tool(f"index_resources: {len(paths)} path(s)")
-        return await self._tool("index_resources", IndexRequest(run_key=self.run_key, paths=paths))
+        request = IndexRequest(run_key=self.run_key, paths=paths)
+        try:
+            return await workflow.execute_activity(
+                "index_resources", request, result_type=str, **TOOL_CALL["index_resources"]
+            )
+        except ActivityError as err:
+            return f"The local documents could not be indexed: {failure_reason(err)}"
 
     async def local_search(self, query: str) -> ToolResult:
         self.usage.searches += 1

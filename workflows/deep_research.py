@@ -41,7 +41,7 @@ class DeepResearch:
         self.request = request
         self.phase: Phase = "coordinating"
         self.topic = request.question
-        self.locale = request.locale or "en-US"
+        self.locale = request.locale or routing.guess_locale(request.question)
         self.background = ""
         self.plan: Plan | None = None
         self.plan_iterations = 0
@@ -90,7 +90,7 @@ class DeepResearch:
             self.set_phase("investigating")
         if r.resources:
             indexed = await self.tools.index_resources(r.resources)
-            self.background += f"## Local documents\n{indexed.content}\n\n"
+            self.background += f"## Local documents\n{indexed}\n\n"
         if r.enable_background_investigation:
             self.background += (await self.tools.search(self.topic)).content
 
@@ -119,7 +119,8 @@ class DeepResearch:
 
         # 4. Reporter.
         self.set_phase("reporting")
-        return self.finish("completed", await self.report())
+        report = routing.verify_citations(await self.report(), list(self.tools.sources.values()))
+        return self.finish("completed", report)
 
     # --- 1. coordinator -------------------------------------------------------
 

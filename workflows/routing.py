@@ -157,15 +157,57 @@ AGENT_FOR_STEP = {"research": "researcher", "processing": "coder", "analysis": "
 # --- report ------------------------------------------------------------------
 
 
-_URL = re.compile(r"https?://[^\s)\]>\"'<]+")
+_URL = re.compile(r"(?:https?|file)://[^\s)\]>\"'<]+")
+_LINK = re.compile(r"\[([^\]]*)\]\(((?:https?|file)://[^\s)]+)\)")
+UNVERIFIED = "[unverified source removed]"
+
+
+def _key(url: str) -> str:
+    return url.rstrip(".,;:").rstrip("/")
 
 
 def cited(report: str, seen: list[Citation]) -> list[Citation]:
     """Sources the run actually retrieved and the report cites, in report order."""
-    by_url = {c.url.rstrip("/"): c for c in seen}
+    by_url = {_key(c.url): c for c in seen}
     out: list[Citation] = []
     for url in _URL.findall(report):
-        source = by_url.pop(url.rstrip(".,;:").rstrip("/"), None)
+        source = by_url.pop(_key(url), None)
         if source:
             out.append(source)
     return out
+
+
+def verify_citations(report: str, seen: list[Citation]) -> str:
+    """Remove every URL the run never retrieved: a markdown link keeps its
+    text and is marked unverified, a bare URL is replaced by a marker."""
+    known = {_key(c.url) for c in seen}
+
+    def link(match: re.Match) -> str:
+        text, url = match.group(1), match.group(2)
+        return match.group(0) if _key(url) in known else f"{text} {UNVERIFIED}"
+
+    def bare(match: re.Match) -> str:
+        url = match.group(0)
+        trailing = url[len(url.rstrip(".,;:")) :]
+        return url if _key(url) in known else UNVERIFIED + trailing
+
+    return _URL.sub(bare, _LINK.sub(link, report))
+
+
+# --- locale --------------------------------------------------------------------
+
+_SCRIPTS = (
+    (re.compile(r"[\u3040-\u30ff]"), "ja-JP"),  # kana before CJK: Japanese uses both
+    (re.compile(r"[\uac00-\ud7af]"), "ko-KR"),
+    (re.compile(r"[\u4e00-\u9fff]"), "zh-CN"),
+    (re.compile(r"[\u0400-\u04ff]"), "ru-RU"),
+    (re.compile(r"[\u0600-\u06ff]"), "ar-SA"),
+)
+
+
+def guess_locale(text: str) -> str:
+    """A fallback when neither the user nor the coordinator gave a locale."""
+    for pattern, locale in _SCRIPTS:
+        if pattern.search(text):
+            return locale
+    return "en-US"

@@ -1,13 +1,16 @@
 """A scripted model that plays every role of a research run, reacting to
 what it is sent (so it proves what actually reached the model):
 
-- coordinator: greets back on a greeting, otherwise hands off;
+- coordinator: greets back on a greeting, otherwise hands off; in
+  clarification mode it asks ``clarify_rounds`` questions first;
 - planner: a research step and a processing step; an edit request adds the
   requested change as a new research step title;
-- researcher: searches, crawls the first URL it was given, then reports every
-  ``FACT:`` line it read in the crawled page;
+- researcher: searches local documents when it may, then the web, crawls the
+  first URL it was given, then reports every ``FACT:`` line it read and the
+  URLs it saw;
 - coder: runs Python, then reports exactly what the code printed;
-- reporter: writes a report quoting the findings and sources it was given.
+- reporter: writes a report quoting the findings and sources it was given
+  (plus ``report_extra``, e.g. an invented citation).
 """
 
 from __future__ import annotations
@@ -15,8 +18,17 @@ from __future__ import annotations
 import json
 import re
 
-from tests.harness.llm_server import Reply, all_text, has_tool_result, last_user, role_of, tool_messages
+from tests.harness.llm_server import (
+    Reply,
+    all_text,
+    has_tool_result,
+    last_user,
+    role_of,
+    tool_messages,
+    tool_names,
+)
 
+FACT = "FACT: the Lantern Rock lighthouse keeper logged 4417 ships in 1911"
 CODE = "total = sum(i * i for i in range(1, 2001))\nprint(f'SUM_OF_SQUARES={total}')"
 EXPECTED_SUM = sum(i * i for i in range(1, 2001))
 GREETINGS = ("hello", "hi", "hey", "good morning")
@@ -49,15 +61,24 @@ class ResearchScript:
             ("Find the lighthouse fact", "research"),
             ("Compute the sum of squares", "processing"),
         ]
+        self.enough_context = False
+        self.clarify_rounds = 2
+        self.report_extra = ""
 
     def __call__(self, request: dict) -> Reply | str:
         role = role_of(request)
         return getattr(self, role)(request)
 
     def coordinator(self, request: dict) -> Reply | str:
-        question = last_user(request).strip().lower()
+        question = first_user(request).strip().lower()
         if question.startswith(GREETINGS):
             return "Hello! I am a research assistant. What would you like me to research?"
+        if "handoff_after_clarification" in tool_names(request):
+            answers = [m["content"] for m in request["messages"] if m["role"] == "user"][1:]
+            if len(answers) < self.clarify_rounds:
+                return f"Clarifying question {len(answers) + 1}: which aspect matters most?"
+            topic = first_user(request) + " — clarified: " + "; ".join(answers)
+            return Reply(tool_calls=[("handoff_after_clarification", {"research_topic": topic, "locale": "en-US"})])
         return Reply(tool_calls=[("handoff_to_planner", {"research_topic": last_user(request), "locale": "en-US"})])
 
     def planner(self, request: dict) -> Reply | str:
@@ -66,16 +87,18 @@ class ResearchScript:
             found = re.search(r"asks for changes: (.+)", message.get("content") or "")
             if message["role"] == "user" and found:
                 steps.insert(1, (f"Edited: {found.group(1).splitlines()[0]}", "research"))
-        return plan_json("Scripted research", steps)
+        return plan_json("Scripted research", steps, enough=self.enough_context)
 
     def researcher(self, request: dict) -> Reply | str:
+        if "local_search" in tool_names(request) and not has_tool_result(request, "local_search"):
+            return Reply(tool_calls=[("local_search", {"query": "turbine peak output"})])
         if not has_tool_result(request, "web_search"):
             return Reply(tool_calls=[("web_search", {"query": "lighthouse fact"})])
         text = "\n".join(m.get("content") or "" for m in tool_messages(request))
         if not has_tool_result(request, "crawl"):
             url = re.search(r"URL: (\S+)", text)
             return Reply(tool_calls=[("crawl", {"url": url.group(1) if url else "http://none.invalid/"})])
-        facts = re.findall(r"FACT: [^\n.]+", text)
+        facts = re.findall(r"FACT: [^\n.]+", text) + re.findall(r"produced [\d.]+ megawatts", text)
         urls = sorted(set(re.findall(r"URL: (\S+)", text)))
         return "## Findings\n" + "\n".join(f"- {f}" for f in facts) + "\n\n## References\n" + "\n".join(
             f"- [Source]({u})" for u in urls
@@ -92,7 +115,10 @@ class ResearchScript:
 
     def reporter(self, request: dict) -> Reply | str:
         material = first_user(request)
-        return f"# Scripted Report\n\n## Key Points\n- Based on the findings below.\n\n## Detailed Analysis\n{material}\n"
+        return (
+            f"# Scripted Report\n\n## Key Points\n- Based on the findings below.\n\n"
+            f"## Detailed Analysis\n{material}\n{self.report_extra}"
+        )
 
     def unknown(self, request: dict) -> Reply | str:
         return Reply(status=400, content=f"unscripted request: {all_text(request)[:200]}")
