@@ -119,3 +119,17 @@ def test_verify_citations_marks_urls_the_run_never_retrieved():
 )
 def test_guess_locale_from_script(text, locale):
     assert routing.guess_locale(text) == locale
+
+
+@pytest.mark.parametrize(
+    "raw, field",
+    [({"question": ""}, "question"), ({"question": "q", "max_step_num": 0}, "max_step_num"),
+     ({"question": "q", "report_style": "poem"}, "report_style"), ({"question": "q", "locale": "english!"}, "locale"),
+     ({"question": "q", "max_steps": 3}, "max_steps"), ("just a string", "input"), ({"question": "x" * 100_000}, "question")],
+)
+def test_input_problem_names_the_field(raw, field):
+    assert routing.input_problem(raw).startswith(field)
+
+
+def test_valid_input_has_no_problem():
+    assert routing.input_problem({"question": "q", "locale": "zh_CN"}) is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.contrib.workflow_streams import WorkflowStream
@@ -37,7 +38,12 @@ from workflows.models import (
 @workflow.defn(name="DeepResearch")
 class DeepResearch:
     @workflow.init
-    def __init__(self, request: ResearchInput) -> None:
+    def __init__(self, raw: Any) -> None:
+        # Validated here, not by the data converter: bad input from any client
+        # (e.g. `temporal workflow start`) then fails the run with a clear
+        # message instead of failing workflow tasks forever.
+        self.invalid = routing.input_problem(raw)
+        request = ResearchInput.model_validate(raw) if not self.invalid else ResearchInput(question="?")
         self.request = request
         self.phase: Phase = "coordinating"
         self.topic = request.question
@@ -64,7 +70,11 @@ class DeepResearch:
         self.error: str | None = None
 
     @workflow.run
-    async def run(self, request: ResearchInput) -> ResearchResult:
+    async def run(self, raw: Any) -> ResearchResult:
+        if self.invalid:
+            self.error = f"invalid run settings: {self.invalid}"
+            self.set_phase("failed")
+            raise ApplicationError(self.error, type="InvalidInput", non_retryable=True)
         try:
             return await self.research()
         except ActivityError as err:

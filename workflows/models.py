@@ -7,6 +7,7 @@ shapes of ``Step``, ``Plan``, ``ResearchInput``, ``ResearchResult`` and
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
@@ -78,6 +79,8 @@ class Plan(BaseModel):
 class ResearchInput(BaseModel):
     """Workflow input. Everything but ``question`` is optional."""
 
+    model_config = ConfigDict(extra="forbid")  # a misspelt option is an error, not ignored
+
     question: str = Field(min_length=1, max_length=20_000)
     locale: str | None = None
     max_plan_iterations: int = Field(default=1, ge=1, le=10)
@@ -96,6 +99,23 @@ class ResearchInput(BaseModel):
     # Without a timeout a plan waits for review indefinitely (durably).
     review_timeout_hours: float | None = Field(default=None, gt=0)
     on_review_timeout: Literal["accept", "end"] = "end"
+
+    @field_validator("question")
+    @classmethod
+    def _question_has_text(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the question is empty")
+        return value.strip()
+
+    @field_validator("locale")
+    @classmethod
+    def _locale_tag(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        tag = value.strip().replace("_", "-")
+        if not re.fullmatch(r"[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*", tag):
+            raise ValueError(f"locale must be a language tag such as en-US or zh-CN, got {value!r}")
+        return tag
 
 
 class Usage(BaseModel):

@@ -14,13 +14,28 @@ from typing import Literal
 from pydantic import ValidationError
 from temporalio import workflow
 
-from workflows.models import Citation, ModelReply, Plan
+from workflows.models import Citation, ModelReply, Plan, ResearchInput
 
 with workflow.unsafe.imports_passed_through():
     import json_repair
 
 ACCEPT = "[ACCEPTED]"
 EDIT = "[EDIT_PLAN]"
+
+
+# --- input -------------------------------------------------------------------
+
+
+def input_problem(raw: object) -> str | None:
+    """None if ``raw`` is valid run settings, else one line naming the problem."""
+    try:
+        ResearchInput.model_validate(raw)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "input"
+        more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
+        return f"{where}: {first['msg']}{more}"
+    return None
 
 
 # --- human review ----------------------------------------------------------
