@@ -50,6 +50,7 @@ from temporalio.api.history.v1 import (
 from temporalio.client import WorkflowHistory
 
 from client.devserver import DevServer
+from tests.harness.runs import keep_history
 from tests.harness.crash import (
     CrashRun,
     plan_random_kill,
@@ -204,6 +205,7 @@ async def _killed_in_tool_call(address: str, folder: Path) -> str:
                 await asyncio.sleep(0.02)
         await run.restart_worker()  # the page is still being served
         outcome = await run.finish(handle)
+        await keep_history(handle, "crash_recovery")
     assert outcome.problems() == []
     assert list(run.pages.hits) == ["/lighthouse", "/lighthouse"]  # the killed crawl, retried once
     assert [a.name for a in outcome.retried()] == ["crawl"]
