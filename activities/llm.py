@@ -22,7 +22,7 @@ from openai import AsyncOpenAI
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import context
+from activities import context, text_tools
 from activities.blobs import BlobStore
 from activities.heartbeat import heartbeating
 from activities.settings import Settings
@@ -144,12 +144,17 @@ class ModelActivities:
         # Room for the answer and for the tool schemas, which count too.
         budget = window - min(8_192, window // 4) - len(json.dumps(tools)) // context.CHARS_PER_TOKEN
         system = {"role": "system", "content": render_prompt(request.prompt, request.variables)}
-        messages = context.fit([system] + [self._api_message(m) for m in conversation], budget)
+        messages = [system] + [self._api_message(m) for m in conversation]
+        native = self.settings.tool_calling == "native"
+        if not native:  # describe the tools in the prompt instead
+            system["content"] += text_tools.instruction(tools, request.tool_choice == "auto") if tools else ""
+            messages = text_tools.as_text(messages)
+        messages = context.fit(messages, budget)
         kwargs: dict[str, Any] = {"model": self.settings.model_for(role), "messages": messages}
-        if tools:
+        if tools and native:
             kwargs["tools"] = tools
             kwargs["tool_choice"] = request.tool_choice
-        if request.json_mode:
+        if request.json_mode and native:
             kwargs["response_format"] = {"type": "json_object"}
         return kwargs, conversation
 
@@ -168,12 +173,15 @@ class ModelActivities:
         if not response.choices:
             raise ApplicationError("the model returned no choices", type="ModelUnavailable")
         message = response.choices[0].message
+        content = strip_think(message.content or "")
         calls = [
             ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "{}")
             for c in message.tool_calls or []
             if getattr(c, "function", None)
         ]
-        reply = Message(role="assistant", content=strip_think(message.content or ""), tool_calls=calls)
+        if self.settings.tool_calling != "native" and request.tools and request.tool_choice == "auto":
+            content, calls = text_tools.parse_reply(content, request.tools)
+        reply = Message(role="assistant", content=content, tool_calls=calls)
         history = self.blobs.put(
             json.dumps([m.model_dump(exclude_defaults=True) for m in conversation + [reply]])
         )

@@ -107,6 +107,7 @@ class Settings:
     data_dir: Path = field(default_factory=default_data_dir)
     allow_private_urls: bool = False
     model_timeout: float = 300.0  # seconds for one model HTTP call
+    tool_calling: str = "native"  # or "json": tools described in the prompt
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -150,6 +151,7 @@ class Settings:
             data_dir=data_dir(env),
             allow_private_urls=_truthy(env.get("DEEPRESEARCH_ALLOW_PRIVATE_URLS")),
             model_timeout=_seconds(env, "DEEPRESEARCH_MODEL_TIMEOUT", 300.0),
+            tool_calling=(env.get("DEEPRESEARCH_TOOL_CALLING") or "native").strip().lower(),
         )
 
     def check(self) -> None:
@@ -180,6 +182,11 @@ class Settings:
             raise ConfigError(
                 f"SEARXNG_URL={self.searxng_url!r} is not an http(s) address: "
                 "set it to your SearxNG instance, e.g. http://localhost:8888"
+            )
+        if self.tool_calling not in ("native", "json"):
+            raise ConfigError(
+                f"DEEPRESEARCH_TOOL_CALLING={self.tool_calling!r} is not supported; use 'native' "
+                "(the API's tool calls) or 'json' (for models without tool calling)"
             )
         if self.sandbox not in SANDBOXES:
             raise ConfigError(
