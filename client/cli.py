@@ -49,6 +49,7 @@ from client.display import (
     status_changes,
     usage_text,
 )
+from client.export import EXTENSIONS, FORMATS, format_for_path, render
 from workflows.models import (
     PHASE_ATTRIBUTE,
     REPORT_STYLES,
@@ -100,6 +101,12 @@ RUN_OPTIONS: tuple[tuple[str, str, dict], ...] = (
 OPTION_OF_FIELD = {field: option for option, field, _ in RUN_OPTIONS}
 
 
+FORMAT_HELP = (
+    "md (the report), html (a standalone page with the report and its sources) or json "
+    "(the whole result); default: from the -o file's extension (.html/.htm, .json), else md"
+)
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line instead of usage + error
         sys.stderr.write(f"error: {message} (see `{self.prog} --help`)\n")
@@ -137,7 +144,10 @@ def build_parser() -> Parser:
 
     run = command("run", cmd_run, "research a question: start, follow, review the plan, print the report")
     add_run_options(run)
-    run.add_argument("-o", "--output", type=Path, help="save the report here (default <data dir>/reports/<id>.md)")
+    run.add_argument(
+        "-o", "--output", type=Path, help="save the report here (default <data dir>/reports/<id>.<format>)"
+    )
+    run.add_argument("--format", choices=FORMATS, help="format of the saved report: " + FORMAT_HELP)
     run.add_argument(
         "--worker",
         action=argparse.BooleanOptionalAction,
@@ -166,7 +176,9 @@ def build_parser() -> Parser:
 
     result = command("result", cmd_result, "wait for a run and print its report")
     result.add_argument("workflow_id", metavar="ID")
-    result.add_argument("--json", action="store_true", help="the whole result as JSON")
+    shape = result.add_mutually_exclusive_group()
+    shape.add_argument("--format", choices=FORMATS, help=FORMAT_HELP)
+    shape.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
     result.add_argument("-o", "--output", type=Path, help="write it to this file instead")
 
     listing = command("list", cmd_list, "recent runs with their status")
@@ -179,6 +191,19 @@ def build_parser() -> Parser:
     server.add_argument("--ui-port", type=int, default=DEV_UI_PORT, help=f"web UI port (default {DEV_UI_PORT})")
     server.add_argument("--db", type=Path, help="SQLite file (default <data dir>/temporal.db)")
     return parser
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """--format (or --json) when given, else what the -o file's extension says, else md."""
+    if args.format:
+        return args.format
+    return format_for_path(args.output) if args.output else "md"
+
+
+def report_path(args: argparse.Namespace, reports: Path, workflow_id: str) -> tuple[Path, str]:
+    """Where `run` saves the report, and in which format."""
+    fmt = output_format(args)
+    return args.output or reports / f"{workflow_id}{EXTENSIONS[fmt]}", fmt
 
 
 def research_input(args: argparse.Namespace) -> ResearchInput:
@@ -495,7 +520,8 @@ async def cmd_run(args: argparse.Namespace) -> int:
                 console.print(f"stopping the local {' and '.join(local)}…", markup=False)
             raise
     print_report(console, result.final_report)
-    path = write_file(args.output or conn.data_dir / "reports" / f"{handle.id}.md", result.final_report)
+    path, fmt = report_path(args, conn.data_dir / "reports", handle.id)
+    path = write_file(path, render(result, fmt))
     console.print(f"run {handle.id}: {result.status}; {usage_text(result.usage)}", markup=False)
     console.print(f"report saved to {path}", markup=False)
     return exit_code(result)
@@ -580,13 +606,14 @@ async def cmd_result(args: argparse.Namespace) -> int:
     client = await connect(connection(args))
     handle = client.get_workflow_handle(args.workflow_id, result_type=ResearchResult)
     result: ResearchResult = await handle.result()
-    text = result.model_dump_json(indent=2) if args.json else result.final_report
+    fmt = output_format(args)
+    text = render(result, fmt)
     if args.output:
         print(f"saved to {write_file(args.output, text)}")
-    elif args.json:
-        print(text)
-    else:
+    elif fmt == "md":
         print_report(make_console(), text)
+    else:
+        print(text, end="" if text.endswith("\n") else "\n")
     return exit_code(result)
 
 

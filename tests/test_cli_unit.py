@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -11,16 +13,20 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
+import client.cli
 from client.cli import (
     CliError,
     build_parser,
+    cmd_result,
     error_line,
     feedback_from_reply,
+    output_format,
+    report_path,
     research_input,
     review_feedback,
 )
 from client.display import status_changes
-from workflows.models import ResearchInput, RunStatus, StepStatus
+from workflows.models import Citation, ResearchInput, ResearchResult, RunStatus, StepStatus
 
 DEEPRESEARCH = Path(sys.executable).parent / "deepresearch"
 COMMANDS = ("run", "start", "review", "answer", "status", "watch", "result", "list", "worker", "server")
@@ -194,3 +200,118 @@ def test_help_lists_all_ten_commands(tmp_path):
     assert done.returncode == 0
     for command in COMMANDS:
         assert f"\n    {command} " in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "fmt"),
+    [
+        ([], "md"),
+        (["--format", "md"], "md"),
+        (["--format", "html"], "html"),
+        (["--format", "json"], "json"),
+        (["--json"], "json"),
+        (["-o", "report.html"], "html"),
+        (["-o", "out/Report.HTM"], "html"),
+        (["-o", "report.json"], "json"),
+        (["-o", "report.md"], "md"),
+        (["-o", "report.txt"], "md"),
+        (["-o", "report"], "md"),
+        (["--format", "md", "-o", "report.html"], "md"),
+        (["--format", "html", "-o", "report.txt"], "html"),
+        (["--json", "-o", "report.md"], "json"),
+    ],
+)
+def test_result_format_from_the_option_or_the_file_extension(argv, fmt):
+    assert output_format(parse("result", "research-1", *argv)) == fmt
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--format", "pdf"],
+        ["--json", "--format", "html"],
+        ["--format", "md", "--json"],
+    ],
+)
+def test_bad_or_conflicting_result_formats_are_usage_errors(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parse("result", "research-1", *argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "name", "fmt"),
+    [
+        ([], "reports/research-1.md", "md"),
+        (["--format", "html"], "reports/research-1.html", "html"),
+        (["--format", "json"], "reports/research-1.json", "json"),
+        (["-o", "mine.htm"], "mine.htm", "html"),
+        (["-o", "mine.json"], "mine.json", "json"),
+        (["-o", "mine.txt"], "mine.txt", "md"),
+        (["-o", "mine.txt", "--format", "html"], "mine.txt", "html"),
+    ],
+)
+def test_run_saves_the_report_in_the_chosen_format(argv, name, fmt):
+    args = parse("run", "q", *argv)
+    path, chosen = report_path(args, Path("reports"), "research-1")
+    assert (path, chosen) == (Path(name), fmt)
+
+
+FINISHED = ResearchResult(
+    status="completed",
+    question="q",
+    locale="en-US",
+    final_report="# Lighthouses\n\nThey guide ships.\n",
+    citations=[Citation(title="Lighthouse", url="https://example.org/lighthouse")],
+)
+
+
+class FinishedRun:
+    """Stands in for the Temporal client: every run has already finished."""
+
+    def get_workflow_handle(self, workflow_id, result_type=None):
+        assert result_type is ResearchResult
+        return self
+
+    async def result(self):
+        return FINISHED
+
+
+@pytest.fixture
+def finished_run(monkeypatch):
+    async def connect(conn):
+        return FinishedRun()
+
+    monkeypatch.setattr(client.cli, "connect", connect)
+
+
+@pytest.mark.parametrize(
+    ("argv", "check"),
+    [
+        ([], lambda out: out == FINISHED.final_report),
+        (["--json"], lambda out: ResearchResult.model_validate_json(out) == FINISHED),
+        (["--format", "json"], lambda out: json.loads(out)["citations"][0]["title"] == "Lighthouse"),
+        (["--format", "html"], lambda out: out.startswith("<!DOCTYPE html>") and "<title>Lighthouses</title>" in out),
+    ],
+)
+def test_result_prints_the_chosen_format(argv, check, finished_run, capsys):
+    assert asyncio.run(cmd_result(parse("result", "research-1", *argv))) == 0
+    assert check(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(
+    ("argv", "name", "start"),
+    [
+        (["-o", "report.html"], "report.html", "<!DOCTYPE html>"),
+        (["-o", "report.json"], "report.json", "{"),
+        (["-o", "report.md"], "report.md", "# Lighthouses"),
+        (["-o", "report.txt", "--format", "html"], "report.txt", "<!DOCTYPE html>"),
+    ],
+)
+def test_result_writes_the_file_in_the_inferred_format(argv, name, start, finished_run, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert asyncio.run(cmd_result(parse("result", "research-1", *argv))) == 0
+    assert (tmp_path / name).read_text(encoding="utf-8").startswith(start)
+    assert capsys.readouterr().out == f"saved to {name}\n"

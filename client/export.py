@@ -1,0 +1,248 @@
+"""Reports as files to share: markdown, a self-contained HTML page, or JSON.
+
+``render(result, fmt)`` turns a run's ``ResearchResult`` into text:
+
+- ``md``: the report's markdown as the reporter wrote it;
+- ``json``: the whole result (``ResearchResult`` JSON, loads back with
+  ``ResearchResult.model_validate_json``);
+- ``html``: one standalone HTML5 document: inline CSS only, no scripts, fonts,
+  or external images, so it works offline, prints well and can be mailed
+  around. The report is rendered from markdown with markdown-it-py with raw HTML
+  disabled (model output is escaped, never executed); only http(s), file and
+  in-page ``#`` links become links, and they open with
+  ``rel="noopener noreferrer"``. A "Sources" list of the run's citations and a
+  footer with the run's usage follow the report.
+"""
+
+from __future__ import annotations
+
+import re
+from html import escape
+from pathlib import Path
+from typing import Literal, get_args
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from workflows.models import Citation, ResearchResult, Usage
+
+Format = Literal["md", "html", "json"]
+FORMATS: tuple[str, ...] = get_args(Format)
+EXTENSIONS: dict[str, str] = {"md": ".md", "html": ".html", "json": ".json"}
+_FORMAT_OF_SUFFIX = {".html": "html", ".htm": "html", ".json": "json"}
+
+# What may become a link: absolute http(s) and file URLs, and in-page anchors.
+_LINK_URL = re.compile(r"^(?:https?://|file:)", re.IGNORECASE)
+# What an <img> may load: only images embedded in the page itself.
+_EMBEDDED_IMAGE = re.compile(r"^data:image/(?:png|gif|jpeg|webp);", re.IGNORECASE)
+_SAFE_REL = "noopener noreferrer"
+
+
+def format_for_path(path: str | Path) -> Format:
+    """The format a file name asks for: .html/.htm, .json, otherwise markdown."""
+    return _FORMAT_OF_SUFFIX.get(Path(path).suffix.lower(), "md")  # type: ignore[return-value]
+
+
+def render(result: ResearchResult, fmt: Format = "md") -> str:
+    if fmt == "md":
+        return result.final_report
+    if fmt == "json":
+        return result.model_dump_json(indent=2)
+    if fmt == "html":
+        return render_html(result)
+    raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+# --- links -----------------------------------------------------------------------
+
+
+def is_link_url(url: str) -> bool:
+    """True for URLs that may become links (http, https, file)."""
+    return bool(_LINK_URL.match(url))
+
+
+def _valid_markdown_url(url: str) -> bool:
+    # Anything else stays literal text in the rendered report.
+    return is_link_url(url) or url.startswith("#") or bool(_EMBEDDED_IMAGE.match(url))
+
+
+def _markdown() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    md.validateLink = _valid_markdown_url  # type: ignore[method-assign]
+    return md
+
+
+def _safe_inline(md: MarkdownIt, children: list[Token]) -> list[Token]:
+    """Links get safe attributes; a data: link loses its <a>; images that would
+    load something from outside the page become links to it instead."""
+    out: list[Token] = []
+    unwrap = False
+    for token in children:
+        if token.type == "link_open":
+            href = str(token.attrGet("href") or "")
+            if href.startswith("#"):
+                out.append(token)
+            elif is_link_url(href):
+                token.attrSet("rel", _SAFE_REL)
+                token.attrSet("target", "_blank")
+                out.append(token)
+            else:
+                unwrap = True
+            continue
+        if token.type == "link_close" and unwrap:
+            unwrap = False
+            continue
+        if token.type == "image":
+            src = str(token.attrGet("src") or "")
+            alt = md.renderer.renderInlineAsText(token.children or [], md.options, {}) or src
+            if _EMBEDDED_IMAGE.match(src):
+                out.append(token)
+            elif is_link_url(src) and not unwrap:
+                link = Token("link_open", "a", 1)
+                link.attrs = {"href": src, "rel": _SAFE_REL, "target": "_blank"}
+                out += [link, Token("text", "", 0, content=alt), Token("link_close", "a", -1)]
+            else:
+                out.append(Token("text", "", 0, content=alt))
+            continue
+        out.append(token)
+    return out
+
+
+# --- HTML ------------------------------------------------------------------------
+
+
+def _lang(locale: str) -> str:
+    tag = re.sub(r"[^A-Za-z0-9-]", "", (locale or "").replace("_", "-")).strip("-")
+    return tag or "en"
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return f"{count:,} {one if count == 1 else many}"
+
+
+def usage_line(usage: Usage) -> str:
+    return " · ".join(
+        (
+            _plural(usage.llm_calls, "LLM call", "LLM calls"),
+            f"{usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion tokens",
+            _plural(usage.searches, "search", "searches"),
+            _plural(usage.crawls, "crawl", "crawls"),
+            _plural(usage.code_runs, "code run", "code runs"),
+        )
+    )
+
+
+def _sources(citations: list[Citation]) -> str:
+    seen: set[str] = set()
+    items: list[str] = []
+    for citation in citations:
+        url = citation.url.strip()
+        if not url or url in seen:
+            continue
+        seen.add(url)
+        title = escape(citation.title.strip() or url)
+        shown = escape(url)
+        if is_link_url(url):
+            items.append(
+                f'<li><a href="{escape(url, quote=True)}" rel="{_SAFE_REL}" target="_blank">{title}</a>'
+                f'<br><span class="url">{shown}</span></li>'
+            )
+        else:  # javascript:, data: and the like stay text
+            items.append(f'<li>{title}<br><span class="url">{shown}</span></li>')
+    if not items:
+        return ""
+    return (
+        '<section class="sources" id="sources">\n<h2>Sources</h2>\n<ol>\n'
+        + "\n".join(items)
+        + "\n</ol>\n</section>\n"
+    )
+
+
+def render_html(result: ResearchResult) -> str:
+    md = _markdown()
+    env: dict = {}
+    tokens = md.parse(result.final_report, env)
+    title = ""
+    for index, token in enumerate(tokens):
+        if token.type == "inline" and token.children is not None:
+            token.children = _safe_inline(md, token.children)
+            if not title and index and tokens[index - 1].type == "heading_open":
+                title = md.renderer.renderInlineAsText(token.children, md.options, env).strip()
+    body = md.renderer.render(tokens, md.options, env)
+    if not title:
+        title = (result.plan.title if result.plan else "") or result.question or "Research report"
+    status = "" if result.status == "completed" else f" · status: {escape(result.status)}"
+    return f"""<!DOCTYPE html>
+<html lang="{escape(_lang(result.locale), quote=True)}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta name="referrer" content="no-referrer">
+<meta name="generator" content="deepresearch">
+<title>{escape(title)}</title>
+<style>{_CSS}</style>
+</head>
+<body>
+<main>
+<article class="report">
+{body}</article>
+{_sources(result.citations)}</main>
+<footer>
+<p class="question">Question: {escape(result.question)}</p>
+<p class="usage">{escape(usage_line(result.usage))}{status}</p>
+</footer>
+</body>
+</html>
+"""
+
+
+_CSS = """
+:root { color-scheme: light dark; --fg: #1f2328; --bg: #ffffff; --muted: #59636e;
+  --line: #d1d9e0; --soft: #f6f8fa; --link: #0969da; }
+@media (prefers-color-scheme: dark) {
+  :root { --fg: #e6edf3; --bg: #0d1117; --muted: #9198a1; --line: #3d444d;
+    --soft: #151b23; --link: #4493f8; }
+}
+* { box-sizing: border-box; }
+html { font-size: 16px; }
+body { margin: 0; color: var(--fg); background: var(--bg);
+  font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "Helvetica Neue",
+    Arial, "PingFang SC", "Microsoft YaHei", sans-serif;
+  line-height: 1.6; }
+main, footer { max-width: 46rem; margin: 0 auto; padding: 0 1.25rem; }
+main { padding-top: 2rem; }
+h1, h2, h3, h4, h5, h6 { line-height: 1.25; margin: 1.6em 0 0.6em; }
+h1 { font-size: 2rem; margin-top: 0; }
+h2 { font-size: 1.5rem; padding-bottom: 0.3em; border-bottom: 1px solid var(--line); }
+h3 { font-size: 1.25rem; }
+p, ul, ol, table, pre, blockquote { margin: 0 0 1em; }
+a { color: var(--link); overflow-wrap: anywhere; }
+img { max-width: 100%; }
+blockquote { margin-left: 0; padding: 0 1em; color: var(--muted); border-left: 0.25em solid var(--line); }
+code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.9em;
+  background: var(--soft); padding: 0.1em 0.3em; border-radius: 4px; }
+pre { background: var(--soft); padding: 1em; overflow-x: auto; border-radius: 6px; }
+pre code { background: none; padding: 0; }
+table { border-collapse: collapse; display: block; overflow-x: auto; max-width: 100%; }
+th, td { border: 1px solid var(--line); padding: 0.4em 0.75em; text-align: left; vertical-align: top; }
+th { background: var(--soft); }
+hr { border: 0; border-top: 1px solid var(--line); margin: 2em 0; }
+.sources ol { padding-left: 1.5em; }
+.sources li { margin-bottom: 0.5em; }
+.url { color: var(--muted); font-size: 0.85em; overflow-wrap: anywhere; }
+footer { margin-top: 2rem; padding-bottom: 2rem; border-top: 1px solid var(--line);
+  color: var(--muted); font-size: 0.85em; }
+footer p { margin: 0.5em 0; }
+@media print {
+  :root { --fg: #000; --bg: #fff; --muted: #444; --line: #bbb; --soft: #f3f3f3; --link: #000; }
+  html { font-size: 11pt; }
+  main, footer { max-width: none; padding: 0; }
+  a { text-decoration: none; }
+  .report a[href^="http"]::after { content: " <" attr(href) ">"; font-size: 0.85em; color: var(--muted); }
+  h1, h2, h3, h4 { break-after: avoid; }
+  pre, blockquote, tr, img, .sources li { break-inside: avoid; }
+  table { display: table; }
+  pre { white-space: pre-wrap; }
+}
+"""
