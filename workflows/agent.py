@@ -89,10 +89,10 @@ FINAL_TURN = (
 
 
 def failure_reason(err: BaseException) -> str:
-    """The innermost message of an activity failure chain."""
-    while err.__cause__ is not None:
-        err = err.__cause__
-    return str(getattr(err, "message", None) or err)
+    """The message of the error the activity raised (ours, e.g. "set
+    OPENAI_API_KEY"), not of the library error underneath it."""
+    cause = err.__cause__ if isinstance(err, ActivityError) and err.__cause__ else err
+    return str(getattr(cause, "message", None) or cause)
 
 
 class Tools:
@@ -200,10 +200,12 @@ async def run_agent(
                 )
             )  # fmt: skip
             history = reply.history
-            calls = [c for c in reply.tool_calls if c.name in names]
-            if not calls:
+            # Every call gets an answer (an unknown tool gets an error), so
+            # the conversation stays valid for the provider.
+            calls = reply.tool_calls
+            if not calls or not (workflow.patched("answer-unknown-tools") or _known(calls, names)):
                 return reply.content or "(no findings)"
-            results = await _run_calls(tools, calls, session, cells)
+            results = await _run_calls(tools, calls, session, cells, names)
             messages = [
                 Message(role="tool", tool_call_id=c.id, content=r.content, blob=r.blob)
                 for c, r in zip(calls, results)
@@ -221,13 +223,19 @@ async def run_agent(
             await tools.close_sandbox(session)
 
 
+def _known(calls: list[ToolCall], names: list[str]) -> bool:
+    return any(c.name in names for c in calls)
+
+
 async def _run_calls(
-    tools: Tools, calls: list[ToolCall], session: str, cells: list[str]
+    tools: Tools, calls: list[ToolCall], session: str, cells: list[str], names: list[str]
 ) -> list[ToolResult]:
     """Searches and crawls of one turn run concurrently; code cells run in
     order, since they share the session's state."""
 
     async def one(call: ToolCall) -> ToolResult:
+        if call.name not in names:
+            return ToolResult(error=True, content=f"Error: there is no tool {call.name!r}; use one of: {', '.join(names)}.")
         try:
             args = json.loads(call.arguments or "{}")
         except ValueError:

@@ -332,7 +332,9 @@ class DeepResearch:
 
     @submit_review.validator
     def submit_review_validator(self, feedback: str) -> None:
-        if not self.review_pending or self.feedback is not None:
+        if self.review_pending and self.feedback is not None:
+            raise ApplicationError("the plan has already been reviewed; its review is being processed")
+        if not self.review_pending:
             raise ApplicationError(f"no plan is waiting for review (phase: {self.phase})")
         try:
             routing.parse_review(feedback)

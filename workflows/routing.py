@@ -31,10 +31,9 @@ def input_problem(raw: object) -> str | None:
     try:
         ResearchInput.model_validate(raw)
     except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(map(str, first["loc"])) or "input"
-        more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-        return f"{where}: {first['msg']}{more}"
+        return "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in err.errors()[:5]
+        )
     return None
 
 
