@@ -140,7 +140,7 @@ class ModelActivities:
         conversation = [Message.model_validate(m) for m in earlier] + request.messages
         role = "reasoning" if request.reasoning else request.role
         window = self.settings.context_window_for(role)
-        tools = [self.tools[name] for name in request.tools]
+        tools = [self.tools[name] for name in request.tools if name in self.tools] + request.extra_tools
         # Room for the answer and for the tool schemas, which count too.
         budget = window - min(8_192, window // 4) - len(json.dumps(tools)) // context.CHARS_PER_TOKEN
         system = {"role": "system", "content": render_prompt(request.prompt, request.variables)}
@@ -179,8 +179,9 @@ class ModelActivities:
             for c in message.tool_calls or []
             if getattr(c, "function", None)
         ]
-        if self.settings.tool_calling != "native" and request.tools and request.tool_choice == "auto":
-            content, calls = text_tools.parse_reply(content, request.tools)
+        allowed = request.tools + [t["function"]["name"] for t in request.extra_tools]
+        if self.settings.tool_calling != "native" and allowed and request.tool_choice == "auto":
+            content, calls = text_tools.parse_reply(content, allowed)
         reply = Message(role="assistant", content=content, tool_calls=calls)
         history = self.blobs.put(
             json.dumps([m.model_dump(exclude_defaults=True) for m in conversation + [reply]])

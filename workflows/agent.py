@@ -22,6 +22,7 @@ from workflows.models import (
     CrawlRequest,
     IndexRequest,
     LocalSearchRequest,
+    McpCallRequest,
     Message,
     ModelReply,
     ModelRequest,
@@ -69,12 +70,26 @@ TOOL_CALL = {
         heartbeat_timeout=timedelta(seconds=60),
         retry_policy=TOOL_RETRY,
     ),
+    # MCP servers: one session per call, bounded by the server's configured
+    # timeout (at most 600 s, activities/mcp_tools.py MAX_TIMEOUT).
+    "mcp_list_tools": dict(
+        start_to_close_timeout=timedelta(minutes=11),
+        heartbeat_timeout=timedelta(seconds=10),
+        retry_policy=TOOL_RETRY,
+    ),
+    "mcp_call_tool": dict(
+        start_to_close_timeout=timedelta(minutes=11),
+        heartbeat_timeout=timedelta(seconds=10),
+        retry_policy=TOOL_RETRY,
+    ),
     "close_sandbox": dict(
         start_to_close_timeout=timedelta(seconds=30), retry_policy=RetryPolicy(maximum_attempts=2)
     ),
 }
 
 AGENT_TOOLS = {"researcher": ["web_search", "crawl"], "coder": ["run_python"], "analyst": []}
+MCP_AGENTS = ("researcher", "coder")  # the agents MCP servers can serve
+MCP_PREFIX = "mcp__"  # tool calls named mcp__<server>__<tool> go to mcp_call_tool
 
 
 def agent_tools(role: str, has_resources: bool) -> list[str]:
@@ -112,6 +127,7 @@ class Tools:
         self.on_tool = on_tool  # told "tool: argument" before each tool call
         self.sources: dict[str, Citation] = {}
         self._crawls: dict[str, asyncio.Task[ToolResult]] = {}
+        self._mcp: dict[str, asyncio.Task[list[dict]]] = {}  # MCP tool schemas by agent
 
     async def chat(self, request: ModelRequest) -> ModelReply:
         reply = await workflow.execute_activity(
@@ -157,6 +173,29 @@ class Tools:
         self.on_tool(f"run_python: {request.code.strip().splitlines()[0][:80]}")
         return await self._tool("run_python", request)
 
+    async def mcp_tools(self, role: str) -> list[dict]:
+        """The MCP tool schemas ``role`` may use, listed once per run (parallel
+        steps share the listing). No MCP servers, or none working: []."""
+        if role not in MCP_AGENTS or not workflow.patched("mcp-tools"):
+            return []
+        if role not in self._mcp:
+            self._mcp[role] = asyncio.create_task(self._list_mcp_tools(role))
+        return await self._mcp[role]
+
+    async def _list_mcp_tools(self, role: str) -> list[dict]:
+        try:
+            return await workflow.execute_activity(
+                "mcp_list_tools", role, result_type=list[dict], **TOOL_CALL["mcp_list_tools"]
+            )
+        except ActivityError as err:
+            self.on_tool(f"MCP tools unavailable: {failure_reason(err)}")
+            return []
+
+    async def mcp_call(self, call: ToolCall, role: str) -> ToolResult:
+        self.on_tool(f"{call.name}: {call.arguments[:80]}")
+        request = McpCallRequest(name=call.name, arguments_json=call.arguments, agent=role)
+        return await self._tool("mcp_call_tool", request)
+
     async def close_sandbox(self, session: str) -> None:
         try:
             await workflow.execute_activity("close_sandbox", session, **TOOL_CALL["close_sandbox"])
@@ -190,22 +229,24 @@ async def run_agent(
     without tools."""
     messages = [Message(role="user", content=task)]
     history: str | None = None
+    mcp = await tools.mcp_tools(role)  # MCP tool schemas, listed once per run
+    allowed = names + [t["function"]["name"] for t in mcp]
     cells: list[str] = []  # code this step's sandbox session has run
     try:
         for _ in range(max_turns):
             reply = await tools.chat(
                 ModelRequest(
                     role=role, prompt=role, variables=variables,
-                    history=history, messages=messages, tools=names,
+                    history=history, messages=messages, tools=names, extra_tools=mcp,
                 )
             )  # fmt: skip
             history = reply.history
             # Every call gets an answer (an unknown tool gets an error), so
             # the conversation stays valid for the provider.
             calls = reply.tool_calls
-            if not calls or not (workflow.patched("answer-unknown-tools") or _known(calls, names)):
+            if not calls or not (workflow.patched("answer-unknown-tools") or _known(calls, allowed)):
                 return reply.content or "(no findings)"
-            results = await _run_calls(tools, calls, session, cells, names)
+            results = await _run_calls(tools, calls, session, cells, allowed, role)
             messages = [
                 Message(role="tool", tool_call_id=c.id, content=r.content, blob=r.blob)
                 for c, r in zip(calls, results)
@@ -214,7 +255,7 @@ async def run_agent(
         reply = await tools.chat(
             ModelRequest(
                 role=role, prompt=role, variables=variables, history=history,
-                messages=messages, tools=names, tool_choice="none",
+                messages=messages, tools=names, extra_tools=mcp, tool_choice="none",
             )
         )  # fmt: skip
         return reply.content or "(no findings)"
@@ -228,7 +269,7 @@ def _known(calls: list[ToolCall], names: list[str]) -> bool:
 
 
 async def _run_calls(
-    tools: Tools, calls: list[ToolCall], session: str, cells: list[str], names: list[str]
+    tools: Tools, calls: list[ToolCall], session: str, cells: list[str], names: list[str], role: str
 ) -> list[ToolResult]:
     """Searches and crawls of one turn run concurrently; code cells run in
     order, since they share the session's state."""
@@ -236,6 +277,8 @@ async def _run_calls(
     async def one(call: ToolCall) -> ToolResult:
         if call.name not in names:
             return ToolResult(error=True, content=f"Error: there is no tool {call.name!r}; use one of: {', '.join(names)}.")
+        if call.name.startswith(MCP_PREFIX):  # the MCP activity parses its own arguments
+            return await tools.mcp_call(call, role)
         try:
             args = json.loads(call.arguments or "{}")
         except ValueError:

@@ -210,6 +210,9 @@ class ModelRequest(BaseModel):
     history: str | None = None
     messages: list[Message] = Field(default_factory=list)
     tools: list[str] = Field(default_factory=list)
+    # Schemas of tools not in prompts/tools.json (MCP tools, from mcp_list_tools),
+    # sent to the model as they are, after the named ones.
+    extra_tools: list[dict[str, Any]] = Field(default_factory=list)
     tool_choice: Literal["auto", "none"] = "auto"  # "none": answer without tools
     json_mode: bool = False
     reasoning: bool = False  # use the REASONING model instead of the role's
@@ -252,6 +255,12 @@ class LocalSearchRequest(BaseModel):
     run_key: str = Field(min_length=1)
     query: str
     max_results: int = 5
+
+
+class McpCallRequest(BaseModel):
+    name: str  # the namespaced name, mcp__<server>__<tool>
+    arguments_json: str = "{}"  # raw JSON text, as the model wrote it
+    agent: str | None = None  # when given, the server must serve this agent
 
 
 class ToolResult(BaseModel):
