@@ -9,19 +9,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
 import sys
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import Interceptor, Worker
 
 from activities.blobs import BlobStore
 from activities.crawl import CrawlActivities
 from activities.llm import ModelActivities
 from activities.local_docs import LocalDocsActivities
+from activities.mcp_tools import McpActivities, load_mcp_config
 from activities.sandbox import Sandbox, SandboxActivities, make_sandbox
 from activities.search import SearchActivities
 from activities.settings import ConfigError, Settings
-from client.connection import Connection, ConnectionFailed, connect
+from client.connection import Connection, ConnectionFailed, connect, payload_storage
+from client.tracing import tracing_enabled
 from workflows.deep_research import DeepResearch
 
 
@@ -32,8 +39,17 @@ def build_worker(
     *,
     max_cached_workflows: int = 1000,
     max_concurrent_activities: int = 100,
+    max_activities_per_second: float | None = None,
+    graceful_shutdown_seconds: float = 0,
+    interceptors: Sequence[Interceptor] = (),
 ) -> tuple[Worker, Sandbox]:
-    """A worker with every activity; the caller closes the sandbox."""
+    """A worker with every activity; the caller closes the sandbox.
+
+    ``max_concurrent_activities`` bounds the activities this worker runs at
+    once; ``max_activities_per_second`` is the task queue's rate limit, shared
+    by every worker on the queue (the server enforces it; the value the
+    workers last set wins). Interceptors of the client (e.g. tracing, see
+    client/tracing.py) apply already; ``interceptors`` adds more."""
     blobs = BlobStore(settings.data_dir / "blobs")
     sandbox = make_sandbox(settings)
     model = ModelActivities(settings, blobs)
@@ -41,25 +57,63 @@ def build_worker(
     crawl = CrawlActivities(blobs, allow_private=settings.allow_private_urls)
     code = SandboxActivities(sandbox)
     docs = LocalDocsActivities(settings.data_dir)
+    mcp = McpActivities(load_mcp_config(data_dir=settings.data_dir), blobs)  # ConfigError: one line, at worker start
     worker = Worker(
         client,
         task_queue=task_queue,
         workflows=[DeepResearch],
         activities=[
             model.chat, search.web_search, crawl.crawl, code.run_python, code.close_sandbox,
-            docs.index_resources, docs.local_search,
+            docs.index_resources, docs.local_search, mcp.list_tools, mcp.call_tool,
         ],  # fmt: skip
         max_cached_workflows=max_cached_workflows,
         max_concurrent_activities=max_concurrent_activities,
+        max_task_queue_activities_per_second=max_activities_per_second,
+        graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_seconds),
+        interceptors=interceptors,
     )
     return worker, sandbox
+
+
+def worker_options(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``build_worker`` options from the environment (unset: the defaults).
+
+    DEEPRESEARCH_MAX_CONCURRENT_ACTIVITIES   activities one worker runs at once
+    DEEPRESEARCH_ACTIVITIES_PER_SECOND       task-queue rate limit (all workers)
+    DEEPRESEARCH_SHUTDOWN_GRACE_SECONDS      on SIGTERM, let running activities
+                                             finish this long before cancelling
+    """
+    env = os.environ if env is None else env
+    options: dict[str, Any] = {}
+    value = (env.get("DEEPRESEARCH_MAX_CONCURRENT_ACTIVITIES") or "").strip()
+    if value:
+        if not value.isdigit() or int(value) < 1:
+            raise ConfigError(f"DEEPRESEARCH_MAX_CONCURRENT_ACTIVITIES must be a whole number >= 1, got {value!r}")
+        options["max_concurrent_activities"] = int(value)
+    for name, key in (
+        ("DEEPRESEARCH_ACTIVITIES_PER_SECOND", "max_activities_per_second"),
+        ("DEEPRESEARCH_SHUTDOWN_GRACE_SECONDS", "graceful_shutdown_seconds"),
+    ):
+        value = (env.get(name) or "").strip()
+        if not value:
+            continue
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if not number > 0 or number == float("inf"):
+            raise ConfigError(f"{name} must be a positive number, got {value!r}")
+        options[key] = number
+    return options
 
 
 async def run_worker(
     conn: Connection, settings: Settings, *, stop: asyncio.Event | None = None, **options
 ) -> None:
-    """Run until ``stop`` is set or the task is cancelled."""
+    """Run until ``stop`` is set or the task is cancelled. Options not given
+    come from the environment (see ``worker_options``)."""
     settings.check()
+    options = worker_options() | options
     client = await connect(conn)
     worker, sandbox = build_worker(client, settings, conn.task_queue, **options)
     try:
@@ -69,13 +123,31 @@ async def run_worker(
         await sandbox.close_all()
 
 
+async def serve(conn: Connection, settings: Settings) -> None:
+    """Run the worker until SIGTERM or SIGINT, then shut it down gracefully (a
+    container's PID 1 ignores SIGTERM unless it handles it)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # not on this platform
+            pass
+    await run_worker(conn, settings, stop=stop)
+
+
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    conn = Connection.from_env()
     try:
+        conn = Connection.from_env()
         settings = Settings.from_env()
-        print(f"worker on {conn.address}, task queue {conn.task_queue}", flush=True)
-        asyncio.run(run_worker(conn, settings))
+        print(
+            f"worker on {conn.address} (namespace {conn.namespace}), task queue {conn.task_queue}; "
+            f"large payloads: {payload_storage(conn.data_dir)}; "
+            f"tracing: {'on' if tracing_enabled() else 'off'}",
+            flush=True,
+        )
+        asyncio.run(serve(conn, settings))
     except (ConfigError, ConnectionFailed) as err:
         print(f"error: {err}", file=sys.stderr, flush=True)
         sys.exit(2)

@@ -50,6 +50,7 @@ from client.display import (
     usage_text,
 )
 from client.export import EXTENSIONS, FORMATS, format_for_path, render
+from client.tracing import flush_tracing
 from workflows.models import (
     PHASE_ATTRIBUTE,
     REPORT_STYLES,
@@ -713,6 +714,7 @@ def dispatch(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     code = dispatch(build_parser().parse_args(argv))
+    flush_tracing()  # os._exit below would drop spans still waiting for export
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -106,11 +106,19 @@ class DevServer:
                     f"the Temporal dev server exited with code {self.process.returncode}"
                     + (f"; see {self.log_file}" if self.log_file else "")
                 )
-            if port_open(self.ip, self.port):
+            if port_open(self.ip, self.port) and self.healthy():
                 return self
             time.sleep(0.1)
         self.stop()
         raise DevServerError(f"the Temporal dev server did not open port {self.port}")
+
+    def healthy(self) -> bool:
+        """The frontend answers health checks (it opens its port a little earlier)."""
+        check = subprocess.run(
+            [temporal_binary(), "operator", "cluster", "health", "--address", self.address],
+            capture_output=True, timeout=10,
+        )  # fmt: skip
+        return check.returncode == 0
 
     def stop(self, timeout: float = 15.0) -> None:
         proc, self.process = self.process, None
