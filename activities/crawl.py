@@ -244,6 +244,7 @@ class CrawlActivities:
     ) -> None:
         self.blobs = blobs
         self.allow_private = allow_private
+        self.tls = httpx.create_ssl_context()  # built once: loading CA certificates costs ~35 ms
         self.max_bytes = max_bytes
         self.timeout = timeout
         self.max_redirects = max_redirects
@@ -280,7 +281,7 @@ class CrawlActivities:
         (final URL, MIME type, charset, body)."""
         seen = {url}
         async with httpx.AsyncClient(
-            headers=HEADERS, follow_redirects=False, timeout=self.timeout
+            headers=HEADERS, follow_redirects=False, timeout=self.timeout, verify=self.tls
         ) as client:
             for _ in range(self.max_redirects + 1):
                 await check_url(url, self.allow_private)

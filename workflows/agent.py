@@ -16,21 +16,22 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
-from workflows.models import (
-    Citation,
-    CodeRequest,
-    CrawlRequest,
-    IndexRequest,
-    LocalSearchRequest,
-    McpCallRequest,
-    Message,
-    ModelReply,
-    ModelRequest,
-    SearchRequest,
-    ToolCall,
-    ToolResult,
-    Usage,
-)
+with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
+    from workflows.models import (
+        Citation,
+        CodeRequest,
+        CrawlRequest,
+        IndexRequest,
+        LocalSearchRequest,
+        McpCallRequest,
+        Message,
+        ModelReply,
+        ModelRequest,
+        SearchRequest,
+        ToolCall,
+        ToolResult,
+        Usage,
+    )
 
 # --- activity options: explicit timeouts and retries for every call ----------
 

@@ -17,22 +17,23 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows import routing
 from workflows.agent import Tools, agent_tools, failure_reason, run_agent
-from workflows.models import (
-    PHASE_ATTRIBUTE,
-    PROGRESS_TOPIC,
-    TITLE_ATTRIBUTE,
-    Message,
-    ModelRequest,
-    Phase,
-    Plan,
-    ProgressEvent,
-    ResearchInput,
-    ResearchResult,
-    RunOutcome,
-    RunStatus,
-    StepStatus,
-    Usage,
-)
+with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
+    from workflows.models import (
+        PHASE_ATTRIBUTE,
+        PROGRESS_TOPIC,
+        TITLE_ATTRIBUTE,
+        Message,
+        ModelRequest,
+        Phase,
+        Plan,
+        ProgressEvent,
+        ResearchInput,
+        ResearchResult,
+        RunOutcome,
+        RunStatus,
+        StepStatus,
+        Usage,
+    )
 
 
 @workflow.defn(name="DeepResearch")

@@ -14,10 +14,10 @@ from typing import Literal
 from pydantic import ValidationError
 from temporalio import workflow
 
-from workflows.models import Citation, ModelReply, Plan, ResearchInput
-
-with workflow.unsafe.imports_passed_through():
+with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     import json_repair
+
+    from workflows.models import Citation, ModelReply, Plan, ResearchInput
 
 ACCEPT = "[ACCEPTED]"
 EDIT = "[EDIT_PLAN]"

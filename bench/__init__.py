@@ -1,0 +1,1 @@
+"""Benchmarks of the durable research workflow: ``python -m bench`` (see README.md)."""

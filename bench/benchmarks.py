@@ -1,0 +1,317 @@
+"""The four benchmarks. Each returns a dict: ``rows`` for the table (metric,
+value, target, met) and ``details`` for the JSON file."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import time
+from pathlib import Path
+
+from bench.harness import BenchEnv, Latency, RunRecord
+from bench.history import activity_spans, body_by_kind, gap_breakdown, percentile, server_duration, sizes
+from bench.script import LOOP_PAGES, RESEARCH_STEPS, canonical_fact, loop_fact
+
+# --- the canonical run ------------------------------------------------------------
+
+MODEL_CALLS_PER_RESEARCH_STEP = 4
+SEARCHES_PER_RESEARCH_STEP = 2
+CRAWLS_PER_RESEARCH_STEP = 1
+
+
+def research_step_seconds(lat: Latency) -> float:
+    return (
+        MODEL_CALLS_PER_RESEARCH_STEP * lat.model
+        + SEARCHES_PER_RESEARCH_STEP * lat.search
+        + CRAWLS_PER_RESEARCH_STEP * lat.crawl
+    )
+
+
+def critical_path(lat: Latency, parallel: bool) -> float:
+    """Simulated latency on the critical path of the canonical run:
+    coordinator + planner + research step(s) + processing step + reporter."""
+    coordinator = planner = reporter = lat.model
+    processing = 2 * lat.model + lat.code  # run the code, then answer
+    research = research_step_seconds(lat) * (1 if parallel else RESEARCH_STEPS)
+    return coordinator + planner + research + processing + reporter
+
+
+def check_canonical(run: RunRecord) -> None:
+    """The run really did the work: every page fact and the computed value
+    reached the report, and the usage counters match the script."""
+    report, usage = run.result.final_report, run.result.usage
+    missing = [s for s in range(1, RESEARCH_STEPS + 1) if canonical_fact(s) not in report]
+    if missing or "ALDOUS_MEAN=1074.0" not in report:
+        raise AssertionError(f"{run.workflow_id}: report lacks facts of steps {missing} or the computed mean")
+    expected = (2 + RESEARCH_STEPS * MODEL_CALLS_PER_RESEARCH_STEP + 2 + 1, RESEARCH_STEPS * 2, RESEARCH_STEPS, 1)
+    got = (usage.llm_calls, usage.searches, usage.crawls, usage.code_runs)
+    if got != expected:
+        raise AssertionError(f"{run.workflow_id}: usage (llm, searches, crawls, code) {got} != {expected}")
+
+
+def _row(metric: str, value: float | int | str, unit: str = "", target: str = "", met: bool | None = None) -> dict:
+    if isinstance(value, float):
+        value = round(value, 3)
+    return {"metric": metric, "value": value, "unit": unit, "target": target, "met": met}
+
+
+async def bench_parallel(env: BenchEnv, runs: int) -> dict:
+    """1. Canonical run: parallel vs sequential vs critical-path limits."""
+    lat = Latency.simulated()
+    par_limit, seq_limit = critical_path(lat, True), critical_path(lat, False)
+    ideal = seq_limit / par_limit
+    par: list[RunRecord] = []
+    seq: list[RunRecord] = []
+    async with env.worker("b1"):
+        env.canonical(Latency())  # warm-up: imports, sandbox probe, connections
+        check_canonical(await env.run("b1", parallel=True))
+        env.canonical(lat)
+        for i in range(runs):
+            order = (True, False) if i % 2 == 0 else (False, True)
+            for parallel in order:
+                record = await env.run("b1", parallel=parallel)
+                check_canonical(record)
+                (par if parallel else seq).append(record)
+    par_wall = statistics.median(r.wall for r in par)
+    seq_wall = statistics.median(r.wall for r in seq)
+    ratio = par_wall / par_limit
+    speedup = seq_wall / par_wall
+    pct = speedup / ideal * 100
+    par_history = await par[-1].handle.fetch_history()
+    seq_history = await seq[-1].handle.fetch_history()
+    par_spans, seq_spans = activity_spans(par_history), activity_spans(seq_history)
+    details = {
+        "latency_s": vars(lat),
+        "runs_per_mode": runs,
+        "parallel_wall_s": [round(r.wall, 3) for r in par],
+        "sequential_wall_s": [round(r.wall, 3) for r in seq],
+        "parallel_server_duration_s": round(server_duration(par_history), 3),
+        "sequential_server_duration_s": round(server_duration(seq_history), 3),
+        "parallel_limit_s": par_limit,
+        "sequential_limit_s": seq_limit,
+        "parallel_over_limit": round(ratio, 4),
+        "sequential_over_limit": round(seq_wall / seq_limit, 4),
+        "speedup": round(speedup, 4),
+        "ideal_speedup": round(ideal, 4),
+        "speedup_pct_of_ideal": round(pct, 2),
+        "parallel_activities": len(par_spans),
+        "activities_retried": sum(s.attempt > 1 for s in par_spans + seq_spans),
+        "parallel_activity_body_by_type": body_by_kind(par_spans),
+        "sequential_activity_body_by_type": body_by_kind(seq_spans),
+        "parallel_orchestration_gap_median_ms": round(
+            statistics.median(s.orchestration for s in par_spans) * 1000, 2
+        ),
+    }
+    rows = [
+        _row("parallel wall (median)", par_wall, "s"),
+        _row("sequential wall (median)", seq_wall, "s"),
+        _row("parallel critical-path limit", par_limit, "s"),
+        _row("sequential critical-path limit", seq_limit, "s"),
+        _row("parallel / limit", ratio, "x", "<= 1.15", ratio <= 1.15),
+        _row("speed-up seq/par (ideal %.2f)" % ideal, speedup, "x"),
+        _row("speed-up as % of ideal", pct, "%", ">= 93", pct >= 93),
+    ]
+    return {"rows": rows, "details": details}
+
+
+async def bench_overhead(env: BenchEnv, runs: int) -> dict:
+    """2. Orchestration overhead per activity, zero simulated latency."""
+    env.canonical(Latency())
+    gaps: dict[bool, list[float]] = {True: [], False: []}
+    seq_spans: list = []
+    per_activity_wall: list[float] = []
+    async with env.worker("b2"):
+        check_canonical(await env.run("b2", parallel=False))  # warm-up
+        for _ in range(runs):
+            for parallel in (False, True):
+                record = await env.run("b2", parallel=parallel)
+                check_canonical(record)
+                spans = activity_spans(await record.handle.fetch_history())
+                gaps[parallel] += [s.orchestration for s in spans]
+                if not parallel:
+                    seq_spans += spans
+                    per_activity_wall.append(record.wall / len(spans))
+    seq_gaps = gaps[False]
+    median_ms = statistics.median(seq_gaps) * 1000
+    details = {
+        "definition": (
+            "per activity: ActivityTaskStarted time minus the WorkflowTaskScheduled time of the "
+            "workflow task that scheduled it (server event times); sequential canonical runs, "
+            "zero simulated latency"
+        ),
+        "runs_per_mode": runs,
+        "activities_measured": len(seq_gaps),
+        "sequential_gap_ms": {
+            "median": round(median_ms, 2),
+            "p90": round(percentile(seq_gaps, 0.9) * 1000, 2),
+            "mean": round(statistics.mean(seq_gaps) * 1000, 2),
+            "max": round(max(seq_gaps) * 1000, 2),
+        },
+        # Medians of the parts: server hands the workflow task to the worker /
+        # worker runs it and the server records the result / activity reaches the worker.
+        "sequential_gap_parts_ms": gap_breakdown(seq_spans),
+        "parallel_gap_ms": {
+            "median": round(statistics.median(gaps[True]) * 1000, 2),
+            "p90": round(percentile(gaps[True], 0.9) * 1000, 2),
+        },
+        "sequential_wall_per_activity_ms_median": round(statistics.median(per_activity_wall) * 1000, 2),
+    }
+    rows = [
+        _row("orchestration gap per activity (median)", median_ms, "ms", "<= 15", median_ms <= 15),
+        _row("orchestration gap per activity (p90)", details["sequential_gap_ms"]["p90"], "ms"),
+        _row(
+            "  parts: wf-task dispatch / wf-task run / activity dispatch",
+            " / ".join(f"{v:.1f}" for v in details["sequential_gap_parts_ms"].values()),
+            "ms",
+        ),
+        _row("wall / activities, zero latency (median)", details["sequential_wall_per_activity_ms_median"], "ms"),
+    ]
+    return {"rows": rows, "details": details}
+
+
+def _rss_kb(pid: int, field: str = "VmRSS") -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        pass
+    return 0
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process, from /proc/<pid>/stat."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_rss_kb(root: int) -> int:
+    """RSS of ``root`` and all its descendants (the sandbox sessions)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += _rss_kb(pid)
+        todo += children.get(pid, [])
+    return total
+
+
+async def bench_concurrent(env: BenchEnv, count: int) -> dict:
+    """3. ``count`` concurrent canonical runs on one worker process."""
+    lat = Latency.simulated()
+    async with env.worker_process("b3", max_concurrent_activities=300) as pid:
+        env.canonical(Latency())
+        check_canonical(await env.run("b3"))  # warm-up
+        env.canonical(lat)
+        single = await env.run("b3")
+        check_canonical(single)
+        peak = {"worker": 0, "tree": 0}
+        done = asyncio.Event()
+
+        async def sample() -> None:
+            while not done.is_set():
+                peak["worker"] = max(peak["worker"], _rss_kb(pid))
+                peak["tree"] = max(peak["tree"], await asyncio.to_thread(_tree_rss_kb, pid))
+                await asyncio.sleep(0.25)
+
+        sampler = asyncio.create_task(sample())
+        server_pid = env.server.process.pid if env.server.process else 0
+        cpu_before = (_cpu_seconds(pid), _cpu_seconds(server_pid), time.process_time())
+        begin = time.perf_counter()
+        records = await asyncio.gather(*(env.run("b3") for _ in range(count)))
+        total = time.perf_counter() - begin
+        cpu_after = (_cpu_seconds(pid), _cpu_seconds(server_pid), time.process_time())
+        done.set()
+        await sampler
+        hwm_kb = _rss_kb(pid, "VmHWM")
+    cpu = [round(after - before, 1) for before, after in zip(cpu_before, cpu_after)]
+    for record in records:
+        check_canonical(record)
+    # Where the time went: orchestration gaps and activity bodies over all runs.
+    spans = [s for r in records for s in activity_spans(await r.handle.fetch_history())]
+    gaps = [s.orchestration for s in spans]
+    walls = [r.wall for r in records]
+    ratio = total / single.wall
+    hwm_mb = hwm_kb / 1024
+    details = {
+        "runs": count,
+        "max_concurrent_activities": 300,
+        "single_run_wall_s": round(single.wall, 3),
+        "total_wall_s": round(total, 3),
+        "ratio": round(ratio, 4),
+        "run_wall_s": {"min": round(min(walls), 3), "median": round(statistics.median(walls), 3), "max": round(max(walls), 3)},
+        "worker_peak_rss_mb_vmhwm": round(hwm_mb, 1),
+        "worker_peak_rss_mb_sampled": round(peak["worker"] / 1024, 1),
+        "worker_plus_sandboxes_peak_rss_mb_sampled": round(peak["tree"] / 1024, 1),
+        # CPU seconds used during the burst (user + system); a Python worker
+        # cannot use more than about one core for its own code (the GIL).
+        "cpu_seconds_during_burst": {"worker": cpu[0], "dev_server": cpu[1], "bench_process": cpu[2]},
+        "cpus": os.cpu_count(),
+        "orchestration_gap_ms": {
+            "median": round(statistics.median(gaps) * 1000, 1),
+            "p90": round(percentile(gaps, 0.9) * 1000, 1),
+            "max": round(max(gaps) * 1000, 1),
+        },
+        "activity_body_by_type": body_by_kind(spans),
+        "activities_retried": sum(s.attempt > 1 for s in spans),
+    }
+    rows = [
+        _row("one run (same worker)", single.wall, "s"),
+        _row(f"{count} concurrent runs, total", total, "s"),
+        _row("total / one run", ratio, "x", "<= 1.5", ratio <= 1.5),
+        _row("worker peak RSS (VmHWM)", hwm_mb, "MB", "< 400", hwm_mb < 400),
+        _row("worker + sandbox processes peak RSS", peak["tree"] / 1024, "MB"),
+        _row("worker CPU during the burst", cpu[0], "s"),
+    ]
+    return {"rows": rows, "details": details}
+
+
+async def bench_history(env: BenchEnv) -> dict:
+    """4. History size of the canonical run and of a 25-turn, 20-page loop."""
+    async with env.worker("b4"):
+        env.canonical(Latency())
+        canonical = await env.run("b4", parallel=True)
+        check_canonical(canonical)
+        canonical_size = await sizes(canonical.handle)
+
+        paths = env.loop(Latency())
+        loop = await env.run("b4", parallel=True, agent_max_turns=25)
+        loop_size = await sizes(loop.handle)
+    report = loop.result.final_report
+    missing = [p for p in range(1, LOOP_PAGES + 1) if loop_fact(p) not in report]
+    usage = loop.result.usage
+    page_bytes = [len(env.pages._routes[p].body) for p in paths]  # noqa: SLF001 - our own server
+    c_kb, l_kb = canonical_size["server_history_size_bytes"] / 1024, loop_size["server_history_size_bytes"] / 1024
+    details = {
+        "headline": "server_history_size_bytes (the server's own count, the one its limits apply to)",
+        "canonical": canonical_size,
+        "loop": loop_size | {
+            "pages": len(paths),
+            "page_html_bytes_min": min(page_bytes),
+            "crawls": usage.crawls,
+            "llm_calls": usage.llm_calls,
+            "facts_in_report": LOOP_PAGES - len(missing),
+            "facts_missing": missing,
+        },
+    }
+    rows = [
+        _row("canonical run history", c_kb, "KB", "< 200", c_kb < 200),
+        _row("canonical run history (protobuf / JSON)", f"{canonical_size['protobuf_bytes'] / 1024:.1f} / {canonical_size['json_bytes'] / 1024:.1f}", "KB"),
+        _row("25-turn, 20-page loop history", l_kb, "KB", "< 1024", l_kb < 1024),
+        _row("loop history (protobuf / JSON)", f"{loop_size['protobuf_bytes'] / 1024:.1f} / {loop_size['json_bytes'] / 1024:.1f}", "KB"),
+        _row("loop: page facts in the report", f"{LOOP_PAGES - len(missing)}/{LOOP_PAGES}", "", "20/20", not missing),
+    ]
+    return {"rows": rows, "details": details}
