@@ -64,6 +64,7 @@ class DevServer:
     ui_port: int | None = None  # None: headless
     ip: str = "127.0.0.1"
     log_file: Path | None = None
+    extra_args: list[str] = field(default_factory=list)  # e.g. --dynamic-config-value K=V
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -92,7 +93,7 @@ class DevServer:
             cmd.append("--headless")
         for name, kind in SEARCH_ATTRIBUTES.items():
             cmd += ["--search-attribute", f"{name}={kind}"]
-        return cmd
+        return cmd + self.extra_args
 
     def start(self, timeout: float = 60.0) -> DevServer:
         self.db_file.parent.mkdir(parents=True, exist_ok=True)

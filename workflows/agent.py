@@ -127,7 +127,8 @@ class Tools:
         self.run_key = run_key  # names this run's local-document index
         self.on_tool = on_tool  # told "tool: argument" before each tool call
         self.sources: dict[str, Citation] = {}
-        self._crawls: dict[str, asyncio.Task[ToolResult]] = {}
+        self.crawled: dict[str, ToolResult] = {}  # per-run crawl cache
+        self._crawling: dict[str, asyncio.Task[ToolResult]] = {}
         self._mcp: dict[str, asyncio.Task[list[dict]]] = {}  # MCP tool schemas by agent
 
     async def chat(self, request: ModelRequest) -> ModelReply:
@@ -163,11 +164,15 @@ class Tools:
         return await self._tool("local_search", request)
 
     async def crawl(self, url: str) -> ToolResult:
-        if url not in self._crawls:  # the same URL is fetched once per run
+        if url in self.crawled:  # the same URL is fetched once per run
+            return self.crawled[url]
+        if url not in self._crawling:  # and parallel steps share one fetch
             self.usage.crawls += 1
             self.on_tool(f"crawl: {url}")
-            self._crawls[url] = asyncio.create_task(self._tool("crawl", CrawlRequest(url=url)))
-        return await self._crawls[url]
+            self._crawling[url] = asyncio.create_task(self._tool("crawl", CrawlRequest(url=url)))
+        result = self.crawled[url] = await self._crawling[url]
+        self._crawling.pop(url, None)
+        return result
 
     async def run_python(self, request: CodeRequest) -> ToolResult:
         self.usage.code_runs += 1

@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
         PHASE_ATTRIBUTE,
         PROGRESS_TOPIC,
         TITLE_ATTRIBUTE,
+        Carried,
         Message,
         ModelRequest,
         Phase,
@@ -39,7 +40,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
 @workflow.defn(name="DeepResearch")
 class DeepResearch:
     @workflow.init
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: Any, carried: Carried | None = None) -> None:
         # Validated here, not by the data converter: bad input from any client
         # (e.g. `temporal workflow start`) then fails the run with a clear
         # message instead of failing workflow tasks forever.
@@ -55,7 +56,7 @@ class DeepResearch:
         self.observations: list[str] = []
         self.running: set[int] = set()
         self.usage = Usage()
-        self.stream = WorkflowStream()  # live progress for observers
+        self.stream = WorkflowStream(carried.stream if carried else None)  # live progress
         self.progress = self.stream.topic(PROGRESS_TOPIC, type=ProgressEvent)
         # Upsert phase and title only if the starter set them (i.e. the
         # server has them registered): an unregistered key fails the task.
@@ -69,9 +70,17 @@ class DeepResearch:
         self.question: str | None = None  # clarification question awaiting an answer
         self.answer: str | None = None
         self.error: str | None = None
+        self.carried = carried
+        if carried:  # a continued run picks up where the last one stopped
+            self.topic, self.locale, self.background = carried.topic, carried.locale, carried.background
+            self.plan, self.plan_iterations = carried.plan, carried.plan_iterations
+            self.observations = carried.observations
+            self.usage = self.tools.usage = carried.usage
+            self.tools.sources = {c.url: c for c in carried.sources}
+            self.tools.crawled = carried.crawled
 
     @workflow.run
-    async def run(self, raw: Any) -> ResearchResult:
+    async def run(self, raw: Any, carried: Carried | None = None) -> ResearchResult:
         if self.invalid:
             self.error = f"invalid run settings: {self.invalid}"
             self.set_phase("failed")
@@ -86,29 +95,32 @@ class DeepResearch:
 
     async def research(self) -> ResearchResult:
         r = self.request
-        # 1. Coordinator: answer small talk, decline harmful requests, or hand off.
-        decision = await self.coordinate()
-        if decision.kind == "answer":
-            return self.finish("answered_directly", decision.text)
-        if decision.kind == "decline":
-            return self.finish("rejected", decision.text)
-        self.topic = decision.topic
-        self.locale = r.locale or decision.locale or self.locale
+        if self.carried is None:
+            # 1. Coordinator: answer small talk, decline harmful requests, or hand off.
+            decision = await self.coordinate()
+            if decision.kind == "answer":
+                return self.finish("answered_directly", decision.text)
+            if decision.kind == "decline":
+                return self.finish("rejected", decision.text)
+            self.topic = decision.topic
+            self.locale = r.locale or decision.locale or self.locale
 
-        # 2. Background investigation: index the user's documents, and one
-        #    web search before planning.
-        if r.resources or r.enable_background_investigation:
-            self.set_phase("investigating")
-        if r.resources:
-            indexed = await self.tools.index_resources(r.resources)
-            self.background += f"## Local documents\n{indexed}\n\n"
-        if r.enable_background_investigation:
-            self.background += (await self.tools.search(self.topic)).content
+            # 2. Background investigation: index the user's documents, and one
+            #    web search before planning.
+            if r.resources or r.enable_background_investigation:
+                self.set_phase("investigating")
+            if r.resources:
+                indexed = await self.tools.index_resources(r.resources)
+                self.background += f"## Local documents\n{indexed}\n\n"
+            if r.enable_background_investigation:
+                self.background += (await self.tools.search(self.topic)).content
 
         # 3. Plan, review and research until the plan has enough context or
         #    the iteration limit is reached.
-        planner = Planner(self)
+        planner = Planner(self, self.carried)
         while self.plan_iterations < r.max_plan_iterations:
+            if workflow.info().is_continue_as_new_suggested():
+                await self.continue_as_new(planner)
             plan = await planner.next_plan()
             if plan is None:
                 if self.plan_iterations == 0:
@@ -249,6 +261,18 @@ class DeepResearch:
         )  # fmt: skip
         return reply.content
 
+    async def continue_as_new(self, planner: Planner) -> None:
+        """Hand the run's state to a fresh run (between plan iterations)."""
+        carried = Carried(
+            topic=self.topic, locale=self.locale, background=self.background,
+            plan=self.plan, plan_iterations=self.plan_iterations, observations=self.observations,
+            usage=self.usage, sources=list(self.tools.sources.values()), crawled=self.tools.crawled,
+            planner_history=planner.history, planner_pending=planner.pending,
+        )  # fmt: skip
+        await self.stream.continue_as_new(
+            lambda state: [self.request.model_dump(mode="json"), carried.model_copy(update={"stream": state})]
+        )
+
     # --- results, status and messages -------------------------------------------
 
     def finish(self, status: RunOutcome, text: str) -> ResearchResult:
@@ -368,12 +392,15 @@ class Planner:
     """The planner's conversation: first plan, edits, replanning, and one
     more ask when a reply does not parse."""
 
-    def __init__(self, run: DeepResearch) -> None:
+    def __init__(self, run: DeepResearch, carried: Carried | None = None) -> None:
         self.run = run
+        self.failure = ""
+        if carried:
+            self.history, self.pending = carried.planner_history, carried.planner_pending
+            return
         self.history: str | None = None
         context = f"\n\n# Background investigation\n{run.background}" if run.background else ""
         self.pending = [Message(role="user", content=f"# Research question\n{run.topic}{context}")]
-        self.failure = ""
 
     def edit(self, change: str) -> None:
         self.pending.append(

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from temporalio.common import SearchAttributeKey
+from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 StepType = Literal["research", "processing", "analysis"]
 ReportStyle = Literal[
@@ -270,3 +271,21 @@ class ToolResult(BaseModel):
     blob: str | None = None  # long body, appended by the model activity
     sources: list[Citation] = Field(default_factory=list)
     error: bool = False
+
+
+class Carried(BaseModel):
+    """What a run hands to its next run when it continues as new (between
+    plan iterations, when the server suggests it: history stays bounded)."""
+
+    topic: str
+    locale: str
+    background: str
+    plan: Plan | None
+    plan_iterations: int
+    observations: list[str]
+    usage: Usage
+    sources: list[Citation]
+    crawled: dict[str, ToolResult]  # the per-run crawl cache
+    planner_history: str | None
+    planner_pending: list[Message]
+    stream: WorkflowStreamState | None = None
