@@ -59,16 +59,6 @@ class RunRecord:
     handle: WorkflowHandle
 
 
-class BenchDevServer(DevServer):
-    """The project's dev server, optionally with extra command-line arguments
-    (``--server-args``, for what-if measurements of server settings)."""
-
-    extra_args: tuple[str, ...] = ()
-
-    def command(self) -> list[str]:
-        return super().command() + list(self.extra_args)
-
-
 class BenchEnv:
     """Everything but the worker; ``worker()`` adds one."""
 
@@ -77,8 +67,10 @@ class BenchEnv:
         self.root = Path(tempfile.mkdtemp(prefix="dr-bench-"))
         self.data_dir = self.root / "data"
         self.data_dir.mkdir()
-        self.server = BenchDevServer(db_file=self.root / "temporal.db", log_file=self.root / "server.log")
-        self.server.extra_args = tuple(server_args)
+        # --server-args: extra dev-server flags, for what-if measurements
+        self.server = DevServer(
+            db_file=self.root / "temporal.db", log_file=self.root / "server.log", extra_args=list(server_args)
+        )
         self.pages = PageServer()
         self.script = BenchScript(self.pages)
         self.llm = ScriptedLLM(self.script)

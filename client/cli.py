@@ -34,6 +34,7 @@ from temporalio.client import (
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
 )
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -46,12 +47,14 @@ from client.display import (
     print_report,
     render_plan,
     render_status,
-    status_changes,
+    event_line,
     usage_text,
 )
 from client.export import EXTENSIONS, FORMATS, format_for_path, render
 from client.tracing import flush_tracing
 from workflows.models import (
+    PROGRESS_TOPIC,
+    ProgressEvent,
     PHASE_ATTRIBUTE,
     REPORT_STYLES,
     TITLE_ATTRIBUTE,
@@ -578,25 +581,19 @@ async def cmd_status(args: argparse.Namespace) -> int:
 
 
 async def cmd_watch(args: argparse.Namespace) -> int:
-    conn = connection(args)
-    handle = (await connect(conn)).get_workflow_handle(args.workflow_id, result_type=ResearchResult)
+    """Follow the run's progress stream (every event since the start, then
+    live) until the run ends; events survive worker crashes."""
+    client = await connect(connection(args))
+    handle = client.get_workflow_handle(args.workflow_id, result_type=ResearchResult)
+    await handle.describe()  # an unknown id is one clear error, not a silent wait
     console = make_console()
-    last: RunStatus | None = None
-    said_waiting = False
-    while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
-        status = await poll_status(handle)
-        if status is None:
-            if not said_waiting:
-                console.print(waiting_for_worker(conn), markup=False)
-                said_waiting = True
-        else:
-            for line in status_changes(last, status):
-                console.print(line, markup=False)
-            hint = next_action(status, handle.id)
-            if hint and (last is None or hint != next_action(last, handle.id)):
-                console.print(hint, markup=False)
-            last = status
-        await asyncio.sleep(POLL_SECONDS)
+    stream = WorkflowStreamClient.create(client, handle.id)
+    async for item in stream.subscribe(PROGRESS_TOPIC, result_type=ProgressEvent):
+        console.print(event_line(item.data), markup=False)
+        if item.data.kind == "review_requested":
+            console.print(f"review with `deepresearch review {handle.id} --accept` or `--edit TEXT`", markup=False)
+        elif item.data.kind == "question":
+            console.print(f"answer with `deepresearch answer {handle.id} TEXT`", markup=False)
     result = await handle.result()
     console.print(f"run {handle.id} finished: {result.status}; {usage_text(result.usage)}", markup=False)
     console.print(f"print the report with `deepresearch result {handle.id}`", markup=False)

@@ -16,7 +16,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from workflows.models import Plan, RunStatus, Usage
+from workflows.models import Plan, ProgressEvent, RunStatus, Usage
 
 STEP_MARKS = {
     "pending": ("·", "dim"),
@@ -95,6 +95,22 @@ def status_changes(old: RunStatus | None, new: RunStatus) -> list[str]:
     if new.error and (old is None or old.error != new.error):
         lines.append(f"error: {new.error}")
     return lines
+
+
+def event_line(event: ProgressEvent) -> str:
+    """One line for an event of a run's progress stream."""
+    step = f"step {event.step + 1} " if event.step is not None else ""
+    return {
+        "phase": f"phase: {event.text}",
+        "plan": f"plan: {event.text}",
+        "step_started": f"{step}started: {event.text}",
+        "step_finished": f"{step}finished: {event.text}",
+        "tool_call": f"  {event.text}",
+        "review_requested": "the plan is waiting for review",
+        "question": f"question: {event.text}",
+        "finished": f"run finished: {event.text}",
+        "failed": f"run failed: {event.text}",
+    }[event.kind]
 
 
 def print_report(console: Console, markdown: str) -> None:

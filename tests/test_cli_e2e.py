@@ -5,7 +5,6 @@ review signal, and scripted model/search servers plus loopback pages."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import pytest
 
 from client.devserver import port_open, temporal_binary
 from tests.harness.research_script import EXPECTED_SUM, FACT
+from tests.harness.worker_process import WorkerProcess
 
 BIN = Path(sys.executable).parent
 QUESTION = "Tell me about the Lantern Rock lighthouse"
@@ -125,3 +125,22 @@ def test_run_starts_the_embedded_server_when_none_is_reachable(env, data_dir):
     assert "research assistant" in out.stdout  # the coordinator's direct answer
     assert (data_dir / "temporal.db").exists()
     assert not port_open("127.0.0.1", 7233)  # the server was stopped again
+
+
+async def test_watch_shows_events_from_before_a_worker_crash(env, temporal_client, tmp_path):
+    with WorkerProcess(env, tmp_path / "crash-worker.log") as worker:
+        await worker.ready(temporal_client)
+        run_id = cli(env, "start", QUESTION).stdout.strip()
+        wait_for_review(env, run_id)  # phase, plan, a search and the review request are published
+        worker.kill()
+        worker.start()
+        await worker.ready(temporal_client)
+        assert cli(env, "review", run_id, "--accept").returncode == 0
+        out = cli(env, "watch", run_id)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    before_crash = ["phase: investigating", "  web_search: " + QUESTION, "the plan is waiting for review"]
+    after_crash = ["  crawl: ", "step 2 finished: Compute the sum of squares", "run finished: completed"]
+    for expected in before_crash + after_crash:
+        assert any(line.startswith(expected) for line in lines), (expected, lines)
+    assert [line for line in lines if line.startswith("plan: ")][0].startswith("plan: Scripted research")

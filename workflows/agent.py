@@ -98,6 +98,7 @@ def agent_tools(role: str, has_resources: bool) -> list[str]:
     extra = ["local_search"] if role == "researcher" and has_resources else []
     return extra + AGENT_TOOLS[role]
 
+
 FINAL_TURN = (
     "You have used all the tool calls allowed for this step. Do not call any more tools: "
     "write your final answer now from what you have gathered."

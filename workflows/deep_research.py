@@ -17,6 +17,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows import routing
 from workflows.agent import Tools, agent_tools, failure_reason, run_agent
+
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.models import (
         PHASE_ATTRIBUTE,
@@ -419,7 +420,7 @@ class Planner:
     async def next_plan(self) -> Plan | None:
         run, r = self.run, self.run.request
         run.set_phase("planning")
-        for attempt in range(2):
+        for _ in range(2):
             reply = await run.tools.chat(
                 ModelRequest(
                     role="planner", prompt="planner", reasoning=r.enable_deep_thinking,
