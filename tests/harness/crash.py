@@ -468,11 +468,12 @@ class RandomKill:
 
 
 def plan_random_kill(rng, index: int) -> RandomKill:
-    # Never after the reporter's request: the kill must land before the run ends.
+    # The kill lands before the run ends: at most the reporter's request plus
+    # less than one model latency (0.3 s), so the reporter is still in flight.
     return RandomKill(
         index=index,
-        after_request=rng.randint(1, MODEL_CALLS_PER_RUN - 1),
-        delay=round(rng.uniform(0.0, 0.6), 3),
+        after_request=rng.randint(1, MODEL_CALLS_PER_RUN),
+        delay=round(rng.uniform(0.0, 0.25), 3),
         review=rng.random() < 0.5,
     )
 
