@@ -28,7 +28,7 @@ from activities.sandbox import Sandbox, SandboxActivities, make_sandbox
 from activities.search import SearchActivities
 from activities.settings import ConfigError, Settings
 from client.connection import Connection, ConnectionFailed, connect, payload_storage
-from client.tracing import tracing_enabled
+from client.tracing import flush_tracing, tracing_enabled
 from workflows.deep_research import DeepResearch
 
 
@@ -148,11 +148,19 @@ def main() -> None:
             flush=True,
         )
         asyncio.run(serve(conn, settings))
+        code = 0
     except (ConfigError, ConnectionFailed) as err:
         print(f"error: {err}", file=sys.stderr, flush=True)
-        sys.exit(2)
+        code = 2
     except KeyboardInterrupt:
-        pass
+        code = 0
+    flush_tracing()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Exit without interpreter teardown: the SDK's native runtime can abort
+    # (SIGABRT) while Python finalises (sdk-python issue #300).
+    os._exit(code)
 
 
 if __name__ == "__main__":
