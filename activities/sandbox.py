@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import IO, TYPE_CHECKING, Protocol
@@ -221,6 +221,23 @@ class CellResult:
     error: str | None = None  # traceback, time limit or crash; None on success
 
 
+async def replay(
+    previous: Sequence[str], run_cell: Callable[[str], Awaitable[CellResult]], alive: Callable[[], bool]
+) -> tuple[str, CellResult | None]:
+    """Re-run a session's earlier cells in a fresh session, silently (a new
+    worker, or a session lost to a timeout). Returns a note for the new cell's
+    stderr about cells that failed this time, or the error that ended the
+    replay when the session died during it."""
+    note = ""
+    for i, cell in enumerate(previous, 1):
+        replayed = await run_cell(cell)
+        if not alive():
+            return note, CellResult(error=f"restoring the session failed at earlier cell {i}:\n{replayed.error}")
+        if replayed.error:
+            note += f"[sandbox] earlier cell {i} failed when re-run:\n{replayed.error}\n"
+    return note, None
+
+
 class Sandbox(Protocol):
     """What a ``run_python`` backend provides."""
 
@@ -315,13 +332,13 @@ class LocalSandbox:
             if s is None:
                 s = self._sessions[session] = await self._start(isolation)
                 self._start_reaper()
-                for i, cell in enumerate(previous, 1):
-                    replayed = await self._exec(session, s, cell)
-                    if self._sessions.get(session) is not s:  # timed out or crashed
-                        error = f"restoring the session failed at earlier cell {i}:\n{replayed.error}"
-                        return CellResult(error=error)
-                    if replayed.error:
-                        note += f"[sandbox] earlier cell {i} failed when re-run:\n{replayed.error}\n"
+                fresh = s
+                note, failed = await replay(
+                    previous, lambda cell: self._exec(session, fresh, cell),
+                    lambda: self._sessions.get(session) is fresh,
+                )  # fmt: skip
+                if failed:
+                    return failed
                 s.cells = list(previous)
             result = await self._exec(session, s, code)
             result.stderr = note + result.stderr

@@ -38,7 +38,7 @@ from e2b_code_interpreter import (
 )
 from temporalio.exceptions import ApplicationError
 
-from activities.sandbox import CellResult, SandboxError
+from activities.sandbox import CellResult, SandboxError, replay
 
 try:  # newer SDKs tell "the sandbox is gone" apart from other timeouts
     from e2b import SandboxNotRunningException
@@ -131,14 +131,13 @@ class E2BSandbox:
             remote = None
         note = ""
         if remote is None:
-            remote = self._sessions[session] = _Remote(await self._open(session))
-            for i, cell in enumerate(previous, 1):
-                replayed = await self._exec(session, remote, cell)
-                if self._sessions.get(session) is not remote:  # timed out
-                    error = f"restoring the session failed at earlier cell {i}:\n{replayed.error}"
-                    return CellResult(error=error)
-                if replayed.error:
-                    note += f"[sandbox] earlier cell {i} failed when re-run:\n{replayed.error}\n"
+            remote = fresh = self._sessions[session] = _Remote(await self._open(session))
+            note, failed = await replay(
+                previous, lambda cell: self._exec(session, fresh, cell),
+                lambda: self._sessions.get(session) is fresh,
+            )  # fmt: skip
+            if failed:
+                return failed
             remote.cells = list(previous)
         result = await self._exec(session, remote, code)
         result.stderr = note + result.stderr
