@@ -28,6 +28,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 from temporalio.client import (
+    Client,
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
@@ -432,12 +433,22 @@ class TerminalReview:
         return text
 
 
+async def show_tool_calls(client: Client, workflow_id: str, view: ProgressView) -> None:
+    """Print each tool call from the run's progress stream as it happens."""
+    stream = WorkflowStreamClient.create(client, workflow_id)
+    async for item in stream.subscribe(PROGRESS_TOPIC, result_type=ProgressEvent):
+        if item.data.kind == "tool_call":
+            view.note(event_line(item.data), style="dim")
+
+
 async def follow_run(
-    handle: WorkflowHandle, conn: Connection, console: Console, worker: asyncio.Task | None
+    client: Client, handle: WorkflowHandle, conn: Connection, console: Console, worker: asyncio.Task | None
 ) -> ResearchResult:
     result = asyncio.create_task(handle.result())
+    tool_calls: asyncio.Task | None = None
     try:
         with ProgressView(console, handle.id) as view:
+            tool_calls = asyncio.create_task(show_tool_calls(client, handle.id, view))
             review = TerminalReview(handle, view)
             said_waiting = False
             while not result.done():
@@ -455,6 +466,8 @@ async def follow_run(
         return result.result()
     finally:
         result.cancel()
+        if tool_calls:
+            tool_calls.cancel()
 
 
 @asynccontextmanager
@@ -516,7 +529,7 @@ async def cmd_run(args: argparse.Namespace) -> int:
         handle = await start_research(client, conn, request, args.id or new_workflow_id())
         console.print(f"run {handle.id} started", markup=False)
         try:
-            result = await follow_run(handle, conn, console, worker)
+            result = await follow_run(client, handle, conn, console, worker)
         except asyncio.CancelledError:
             console.print(resume_hint(handle.id, conn, start_server), markup=False)
             local = [name for name, ours in (("worker", worker), ("Temporal server", start_server)) if ours]
