@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import cache
 from datetime import timedelta
 from email.utils import parsedate_to_datetime
 from importlib import resources
@@ -39,9 +40,14 @@ def strip_think(text: str) -> str:
     return _THINK.sub("", text).strip()
 
 
+@cache
+def _prompt_file(path: str) -> str:
+    """A file under prompts/, read once per worker."""
+    return (resources.files("prompts") / path).read_text(encoding="utf-8")
+
+
 def render_prompt(name: str, variables: dict[str, Any]) -> str:
-    folder = resources.files("prompts")
-    text = (folder / f"{name}.md").read_text(encoding="utf-8")
+    text = _prompt_file(f"{name}.md")
     values = {k: str(v) for k, v in variables.items()}
     values["clarification"] = (
         render_prompt("clarification", {**variables, "clarify": False})
@@ -51,12 +57,12 @@ def render_prompt(name: str, variables: dict[str, Any]) -> str:
     values["local_docs"] = render_prompt("local_docs", {}) if variables.get("has_resources") else ""
     style = variables.get("report_style")
     if style:
-        values["style_guide"] = (folder / "styles" / f"{style}.md").read_text(encoding="utf-8")
+        values["style_guide"] = _prompt_file(f"styles/{style}.md")
     return Template(text).safe_substitute(values)
 
 
 def _tool_schemas() -> dict[str, dict]:
-    text = (resources.files("prompts") / "tools.json").read_text(encoding="utf-8")
+    text = _prompt_file("tools.json")
     return {tool["name"]: {"type": "function", "function": tool} for tool in json.loads(text)}
 
 
