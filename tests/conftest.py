@@ -14,6 +14,7 @@ from temporalio.client import Client
 from activities.settings import Settings
 from client.connection import Connection, connect
 from client.devserver import DevServer
+from tests.harness.crash import worker_env as worker_environment
 from tests.harness.llm_server import ScriptedLLM
 from tests.harness.pages import PageServer, article
 from tests.harness.research_script import FACT, ResearchScript
@@ -62,17 +63,10 @@ def task_queue() -> str:
 def worker_env(
     llm: ScriptedLLM, tavily: ScriptedTavily, data_dir: Path, dev_server: DevServer, task_queue: str
 ) -> dict[str, str]:
-    return os.environ | {
-        "OPENAI_API_KEY": llm.api_key,
-        "OPENAI_BASE_URL": llm.base_url,
-        "TAVILY_API_KEY": tavily.api_key,
-        "TAVILY_BASE_URL": tavily.base_url,
-        "DEEPRESEARCH_DATA_DIR": str(data_dir),
-        "DEEPRESEARCH_ALLOW_PRIVATE_URLS": "1",
-        "TEMPORAL_ADDRESS": dev_server.address,
-        "DEEPRESEARCH_TASK_QUEUE": task_queue,
-        "DEEPRESEARCH_MODEL": "scripted-model",
-    }
+    return worker_environment(
+        dict(os.environ), llm=llm, tavily=tavily, data_dir=data_dir,
+        address=dev_server.address, task_queue=task_queue,
+    )  # fmt: skip
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -37,7 +36,7 @@ from client.connection import (
     connect,
     data_converter,
 )
-from client.devserver import SEARCH_ATTRIBUTES
+from client.devserver import SEARCH_ATTRIBUTES, free_port, port_open
 from client.tracing import tracing_enabled
 from worker import build_worker, worker_options
 
@@ -398,17 +397,11 @@ async def test_connect_passes_api_key_and_tls_to_the_client(dev_server, data_dir
 # --- external payload storage in S3 (moto server on loopback) -----------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def s3_server(tmp_path_factory):
     """A moto S3 server on loopback, as MinIO would be in compose."""
     pytest.importorskip("moto.server", reason="moto[s3] and flask (the test extra) are not installed")
-    port = _free_port()
+    port = free_port()
     script = Path(sys.executable).with_name("moto_server")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "moto.server"]
     log = tmp_path_factory.mktemp("moto") / "moto.log"
@@ -416,14 +409,10 @@ def s3_server(tmp_path_factory):
         process = subprocess.Popen([*command, "-H", "127.0.0.1", "-p", str(port)], stdout=out, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"moto_server did not start: {log.read_text()[-2000:]}") from None
-                time.sleep(0.1)
+        while not port_open("127.0.0.1", port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"moto_server did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.1)
         yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()

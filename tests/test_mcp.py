@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from activities.mcp_tools import (
     split_name,
 )
 from activities.settings import ConfigError
+from client.devserver import free_port, port_open
 
 ECHO = Path(__file__).parent / "harness" / "mcp_echo_server.py"
 SKERRYVORE = "4,117 gannets counted on 9 June 1871"
@@ -347,31 +347,21 @@ async def test_one_broken_server_names_itself_in_the_listing_error():
 # --- streamable HTTP ------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def http_echo():
     """The echo server on streamable HTTP, wanting a bearer token."""
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, str(ECHO), "--http", str(port), "--token", "sesame"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                raise RuntimeError("the HTTP echo server did not start")
-            time.sleep(0.1)
+    while not port_open("127.0.0.1", port):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError("the HTTP echo server did not start")
+        time.sleep(0.1)
     try:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
@@ -410,7 +400,7 @@ async def test_http_server_refusing_us_is_reported(http_echo: str):
 
 
 async def test_unreachable_http_server_is_a_retryable_failure():
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     url = f"http://127.0.0.1:{port}/mcp"
     # Credentials and query strings in the URL never reach messages (or history).
     activities = activities_for({"web": {"transport": "http", "url": f"http://user:pw@127.0.0.1:{port}/mcp?key=k"}})
