@@ -23,6 +23,18 @@ from workflows.models import PHASE_ATTRIBUTE, TITLE_ATTRIBUTE
 # Registered at start so the Temporal UI can list and filter runs by them.
 SEARCH_ATTRIBUTES = {PHASE_ATTRIBUTE.name: "Keyword", TITLE_ATTRIBUTE.name: "Text"}
 
+# The dev server runs a single history shard, and each shard reads its task
+# queues at most 20 times a second by default. A run whose steps follow one
+# another then waits about 40 ms per step for the server to hand the next
+# workflow task to the worker (benchmark 2 in bench/README.md). One read per
+# millisecond makes that wait about 2 ms; reads stay cheap (one indexed query
+# on the SQLite file) and happen only when there are new tasks.
+QUEUE_READ_RATE = {
+    "history.transferProcessorMaxPollRPS": 1000,  # workflow and activity tasks
+    "history.timerProcessorMaxPollRPS": 1000,  # timers, retries, timeouts
+    "history.visibilityProcessorMaxPollRPS": 1000,  # search attributes for list
+}
+
 
 class DevServerError(RuntimeError):
     pass
@@ -87,6 +99,8 @@ class DevServer:
             "--sqlite-pragma", "journal_mode=wal",
             "--sqlite-pragma", "synchronous=normal",
         ]  # fmt: skip
+        for key, value in QUEUE_READ_RATE.items():
+            cmd += ["--dynamic-config-value", f"{key}={value}"]
         if self.ui_port:
             cmd += ["--ui-port", str(self.ui_port), "--ui-disable-news-fetch"]
         else:

@@ -36,7 +36,7 @@ from client.connection import (
     connect,
     data_converter,
 )
-from client.devserver import SEARCH_ATTRIBUTES, free_port, port_open
+from client.devserver import QUEUE_READ_RATE, SEARCH_ATTRIBUTES, DevServer, free_port, port_open
 from client.tracing import tracing_enabled
 from worker import build_worker, worker_options
 
@@ -207,6 +207,17 @@ def test_search_attributes_registered_match_the_dev_server():
     assert "temporal operator search-attribute create" in script
     assert "${SEARCH_ATTRIBUTES}" in script
     assert SERVICES["temporal-admin-tools"]["entrypoint"][-1] == "/deploy/setup-temporal.sh"
+
+
+def test_dev_server_and_compose_server_read_task_queues_often():
+    """The default of 20 reads a second per history shard adds up to 50 ms to
+    each step of a run (bench/README.md, benchmark 2); both servers raise it."""
+    command = DevServer(db_file=ROOT / "unused.db").command()
+    flags = [command[i + 1] for i, arg in enumerate(command) if arg == "--dynamic-config-value"]
+    assert flags == [f"{key}={value}" for key, value in QUEUE_READ_RATE.items()]
+    key = "history.transferProcessorMaxPollRPS"
+    compose_config = yaml.safe_load((ROOT / "deploy" / "dynamicconfig" / "development-sql.yaml").read_text())
+    assert compose_config[key][0]["value"] == QUEUE_READ_RATE[key] > 20
 
 
 def test_setup_scripts_are_valid_shell():
