@@ -2,7 +2,7 @@
 
 A change to workflow logic that would break running workflows fails here.
 Re-record (after a deliberate, versioned change) with:
-    RECORD_HISTORIES=1 ./dr test tests/test_workflow.py tests/test_crash.py
+    RECORD_HISTORIES=1 ./dr test tests/test_workflow.py tests/test_crash.py tests/test_continue_as_new.py
 """
 
 from pathlib import Path
@@ -18,7 +18,7 @@ HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 
 def test_there_are_histories_to_replay():
-    assert {"happy_path", "edited_plan", "greeting", "plan_failed", "crash_recovery"} <= {p.stem for p in HISTORIES}
+    assert {"happy_path", "edited_plan", "greeting", "plan_failed", "crash_recovery", "continued_between_steps"} <= {p.stem for p in HISTORIES}
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)

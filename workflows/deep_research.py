@@ -119,6 +119,10 @@ class DeepResearch:
         # 3. Plan, review and research until the plan has enough context or
         #    the iteration limit is reached.
         planner = Planner(self, self.carried)
+        if self.carried and self.carried.mid_plan and self.plan:
+            # Continued between two batches of steps: finish the accepted plan.
+            await self.run_steps(self.plan, planner)
+            planner.replan(self.findings())
         while self.plan_iterations < r.max_plan_iterations:
             if workflow.info().is_continue_as_new_suggested():
                 await self.continue_as_new(planner)
@@ -138,7 +142,7 @@ class DeepResearch:
                 planner.edit(review.edit)
                 continue
             self.plan_iterations += 1
-            await self.run_steps(plan)
+            await self.run_steps(plan, planner)
             planner.replan(self.findings())
 
         # 4. Reporter.
@@ -207,13 +211,18 @@ class DeepResearch:
 
     # --- 3. research team ---------------------------------------------------------
 
-    async def run_steps(self, plan: Plan) -> None:
+    async def run_steps(self, plan: Plan, planner: Planner) -> None:
         self.set_phase("researching")
         limit = asyncio.Semaphore(self.request.max_parallel_steps)
-        for batch in routing.batches(plan, self.request.parallel_research):
+        batches = routing.batches(plan, self.request.parallel_research)
+        for n, batch in enumerate(batches):
             earlier = self.findings()  # steps see what finished before them
             await asyncio.gather(*(self.run_step(plan, i, earlier, limit) for i in batch))
             self.observations += [plan.steps[i].execution_res or "" for i in batch]
+            # A long plan does not wait for its end to keep history bounded.
+            if n + 1 < len(batches) and workflow.info().is_continue_as_new_suggested():
+                if workflow.patched("continue-between-steps"):
+                    await self.continue_as_new(planner, mid_plan=True)
 
     async def run_step(self, plan: Plan, index: int, earlier: str, limit: asyncio.Semaphore) -> None:
         step = plan.steps[index]
@@ -262,13 +271,14 @@ class DeepResearch:
         )  # fmt: skip
         return reply.content
 
-    async def continue_as_new(self, planner: Planner) -> None:
-        """Hand the run's state to a fresh run (between plan iterations)."""
+    async def continue_as_new(self, planner: Planner, mid_plan: bool = False) -> None:
+        """Hand the run's state to a fresh run: between plan iterations, or
+        between two batches of an accepted plan's steps (``mid_plan``)."""
         carried = Carried(
             topic=self.topic, locale=self.locale, background=self.background,
             plan=self.plan, plan_iterations=self.plan_iterations, observations=self.observations,
             usage=self.usage, sources=list(self.tools.sources.values()), crawled=self.tools.crawled,
-            planner_history=planner.history, planner_pending=planner.pending,
+            planner_history=planner.history, planner_pending=planner.pending, mid_plan=mid_plan,
         )  # fmt: skip
         await self.stream.continue_as_new(
             lambda state: [self.request.model_dump(mode="json"), carried.model_copy(update={"stream": state})]

@@ -274,8 +274,10 @@ class ToolResult(BaseModel):
 
 
 class Carried(BaseModel):
-    """What a run hands to its next run when it continues as new (between
-    plan iterations, when the server suggests it: history stays bounded)."""
+    """What a run hands to its next run when it continues as new (when the
+    server suggests it, so history stays bounded): between plan iterations,
+    or between two batches of steps of an accepted plan (``mid_plan``: the
+    next run finishes the plan's remaining steps first)."""
 
     topic: str
     locale: str
@@ -289,3 +291,4 @@ class Carried(BaseModel):
     planner_history: str | None
     planner_pending: list[Message]
     stream: WorkflowStreamState | None = None
+    mid_plan: bool = False
