@@ -14,12 +14,13 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
 
-from activities.blobs import BlobStore
+from activities.blobs import BlobStore, FileBlobStore, S3BlobStore
 from activities.crawl import CrawlActivities
 from activities.llm import ModelActivities
 from activities.local_docs import LocalDocsActivities
@@ -27,9 +28,17 @@ from activities.mcp_tools import McpActivities, load_mcp_config
 from activities.sandbox import Sandbox, SandboxActivities, make_sandbox
 from activities.search import SearchActivities
 from activities.settings import ConfigError, Settings
-from client.connection import Connection, ConnectionFailed, connect, payload_storage
+from client.connection import Connection, ConnectionFailed, S3Config, connect, payload_storage, s3_client
 from client.tracing import flush_tracing, tracing_enabled
 from workflows.deep_research import DeepResearch
+
+
+def blob_store(data_dir: Path, env: Mapping[str, str] | None = None) -> BlobStore:
+    """Crawled pages and conversations: in the payload bucket when
+    DEEPRESEARCH_PAYLOAD_S3_BUCKET is set (workers on several machines then
+    share them), else under ``<data dir>/blobs``."""
+    s3 = S3Config.from_env(env)
+    return S3BlobStore(s3_client(s3), s3.bucket) if s3 else FileBlobStore(data_dir / "blobs")
 
 
 def build_worker(
@@ -50,7 +59,7 @@ def build_worker(
     by every worker on the queue (the server enforces it; the value the
     workers last set wins). Interceptors of the client (e.g. tracing, see
     client/tracing.py) apply already; ``interceptors`` adds more."""
-    blobs = BlobStore(settings.data_dir / "blobs")
+    blobs = blob_store(settings.data_dir)
     sandbox = make_sandbox(settings)
     model = ModelActivities(settings, blobs)
     search = SearchActivities(settings)
@@ -144,6 +153,7 @@ def main() -> None:
         print(
             f"worker on {conn.address} (namespace {conn.namespace}), task queue {conn.task_queue}; "
             f"large payloads: {payload_storage(conn.data_dir)}; "
+            f"blobs: {blob_store(settings.data_dir).where}; "
             f"tracing: {'on' if tracing_enabled() else 'off'}",
             flush=True,
         )

@@ -1,10 +1,16 @@
 """Content-addressed blob store for long texts (crawled pages, big outputs,
-agent conversations). Workflow history carries only the short reference.
+agent conversations). Workflow history carries only the short reference,
+``sha256:<hex>``; the same content always gets the same reference, so a
+retried activity is idempotent.
 
-Blobs are written once under ``<data dir>/blobs/<aa>/<sha256>``; the same
-content always gets the same reference, so a retried activity is idempotent.
-Several workers on one machine share the directory; several machines need a
-shared filesystem (see README, "Scaling").
+Two backends with one interface (``put`` / ``get``):
+
+- ``FileBlobStore``: ``<data dir>/blobs/<aa>/<sha256>``, the default. Several
+  workers on one machine share the directory; several machines would need a
+  shared filesystem.
+- ``S3BlobStore``: ``s3://<bucket>/blobs/<aa>/<sha256>``, chosen by the worker
+  when DEEPRESEARCH_PAYLOAD_S3_BUCKET is set (the bucket large payloads go to),
+  so workers on several machines need no shared filesystem for research runs.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
+from typing import Protocol
 
 PREFIX = "sha256:"
 
@@ -21,21 +28,38 @@ class BlobNotFound(LookupError):
     pass
 
 
-class BlobStore:
+def digest_of(ref: str) -> str:
+    """The hex digest of a blob reference; ValueError if it is not one."""
+    digest = ref[len(PREFIX) :] if ref.startswith(PREFIX) else ""
+    if len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
+        raise ValueError(f"not a blob reference: {ref!r}")
+    return digest
+
+
+def reference(data: bytes) -> str:
+    return PREFIX + hashlib.sha256(data).hexdigest()
+
+
+class BlobStore(Protocol):
+    where: str  # for logs and error messages
+
+    async def put(self, text: str) -> str: ...
+
+    async def get(self, ref: str) -> str: ...
+
+
+class FileBlobStore:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        self.where = str(self.root)
 
     def _path(self, ref: str) -> Path:
-        if not ref.startswith(PREFIX) or len(ref) != len(PREFIX) + 64:
-            raise ValueError(f"not a blob reference: {ref!r}")
-        digest = ref[len(PREFIX) :]
-        if not all(c in "0123456789abcdef" for c in digest):
-            raise ValueError(f"not a blob reference: {ref!r}")
+        digest = digest_of(ref)
         return self.root / digest[:2] / digest
 
-    def put(self, text: str) -> str:
+    async def put(self, text: str) -> str:
         data = text.encode("utf-8")
-        ref = PREFIX + hashlib.sha256(data).hexdigest()
+        ref = reference(data)
         path = self._path(ref)
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -46,7 +70,7 @@ class BlobStore:
             os.replace(tmp, path)
         return ref
 
-    def get(self, ref: str) -> str:
+    async def get(self, ref: str) -> str:
         try:
             return self._path(ref).read_bytes().decode("utf-8")
         except FileNotFoundError:
@@ -54,3 +78,50 @@ class BlobStore:
                 f"blob {ref} is missing from {self.root}; is DEEPRESEARCH_DATA_DIR "
                 "the same for every worker?"
             ) from None
+
+
+class ObjectClient(Protocol):
+    """The async S3 calls the store needs (``client.connection.SharedS3Client``)."""
+
+    async def put_object(self, *, bucket: str, key: str, data: bytes) -> None: ...
+
+    async def get_object(self, *, bucket: str, key: str) -> bytes: ...
+
+
+class S3BlobStore:
+    def __init__(self, client: ObjectClient, bucket: str, prefix: str = "blobs/") -> None:
+        self.client = client
+        self.bucket = bucket
+        self.prefix = prefix
+        self.where = f"s3://{bucket}/{prefix}"
+
+    def _key(self, ref: str) -> str:
+        digest = digest_of(ref)
+        return f"{self.prefix}{digest[:2]}/{digest}"
+
+    async def put(self, text: str) -> str:
+        data = text.encode("utf-8")
+        ref = reference(data)
+        # Always written: most blobs are new (each turn's conversation is), and
+        # writing the same content again is harmless.
+        await self.client.put_object(bucket=self.bucket, key=self._key(ref), data=data)
+        return ref
+
+    async def get(self, ref: str) -> str:
+        key = self._key(ref)
+        try:
+            data = await self.client.get_object(bucket=self.bucket, key=key)
+        except Exception as err:
+            if _is_missing(err):
+                raise BlobNotFound(
+                    f"blob {ref} is missing from s3://{self.bucket}/{key}; do all workers "
+                    "use the same DEEPRESEARCH_PAYLOAD_S3_BUCKET?"
+                ) from None
+            raise  # unreachable store, throttling: the activity is retried
+        return data.decode("utf-8")
+
+
+def _is_missing(err: Exception) -> bool:
+    response = getattr(err, "response", None)
+    code = str((response or {}).get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
+    return code in ("NoSuchKey", "404", "NotFound")

@@ -269,7 +269,7 @@ class CrawlActivities:
             reason = _one_line(str(e)) or type(e).__name__
             raise _transient(f"network error fetching {url}: {reason}") from e
         title = title or final_url
-        ref = self.blobs.put(markdown)
+        ref = await self.blobs.put(markdown)
         return ToolResult(
             content=f"# {title}\nURL: {final_url}\n",
             blob=ref,

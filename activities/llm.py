@@ -9,6 +9,7 @@ blob so workflow history stays linear in new content.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from functools import cache
@@ -127,10 +128,8 @@ class ModelActivities:
             timeout=settings.model_timeout,
         )
 
-    def _api_message(self, message: Message) -> dict[str, Any]:
-        content = message.content
-        if message.blob:
-            content += self.blobs.get(message.blob)
+    def _api_message(self, message: Message, blobs: dict[str, str]) -> dict[str, Any]:
+        content = message.content + (blobs[message.blob] if message.blob else "")
         out: dict[str, Any] = {"role": message.role, "content": content}
         if message.tool_calls:
             out["tool_calls"] = [
@@ -141,16 +140,18 @@ class ModelActivities:
             out["tool_call_id"] = message.tool_call_id
         return out
 
-    def build_request(self, request: ModelRequest) -> tuple[dict[str, Any], list[Message]]:
-        earlier = json.loads(self.blobs.get(request.history)) if request.history else []
+    async def build_request(self, request: ModelRequest) -> tuple[dict[str, Any], list[Message]]:
+        earlier = json.loads(await self.blobs.get(request.history)) if request.history else []
         conversation = [Message.model_validate(m) for m in earlier] + request.messages
+        refs = sorted({m.blob for m in conversation if m.blob})  # tool outputs, crawled pages
+        blobs = dict(zip(refs, await asyncio.gather(*(self.blobs.get(ref) for ref in refs))))
         role = "reasoning" if request.reasoning else request.role
         window = self.settings.context_window_for(role)
         tools = [self.tools[name] for name in request.tools if name in self.tools] + request.extra_tools
         # Room for the answer and for the tool schemas, which count too.
         budget = window - min(8_192, window // 4) - len(json.dumps(tools)) // context.CHARS_PER_TOKEN
         system = {"role": "system", "content": render_prompt(request.prompt, request.variables)}
-        messages = [system] + [self._api_message(m) for m in conversation]
+        messages = [system] + [self._api_message(m, blobs) for m in conversation]
         native = self.settings.tool_calling == "native"
         if not native:  # describe the tools in the prompt instead
             system["content"] += text_tools.instruction(tools, request.tool_choice == "auto") if tools else ""
@@ -166,7 +167,7 @@ class ModelActivities:
 
     @activity.defn(name="chat")
     async def chat(self, request: ModelRequest) -> ModelReply:
-        kwargs, conversation = self.build_request(request)
+        kwargs, conversation = await self.build_request(request)
         if activity.in_activity():
             # Lets the provider (and our tests) tie a request to its activity.
             info = activity.info()
@@ -189,7 +190,7 @@ class ModelActivities:
         if self.settings.tool_calling != "native" and allowed and request.tool_choice == "auto":
             content, calls = text_tools.parse_reply(content, allowed)
         reply = Message(role="assistant", content=content, tool_calls=calls)
-        history = self.blobs.put(
+        history = await self.blobs.put(
             json.dumps([m.model_dump(exclude_defaults=True) for m in conversation + [reply]])
         )
         usage = response.usage

@@ -364,21 +364,24 @@ class McpActivities:
         if not isinstance(arguments, dict):
             return _error(f"the arguments of {request.name} must be a JSON object")
 
-        async def call(client: Any) -> ToolResult:
+        async def call(client: Any) -> ToolResult | tuple[str, Any]:
             tools = await _all_tools(client)
             tool = next((t for t in tools if public_name(server_name, t.name) == request.name), None)
             if tool is None or not _enabled(server, tool.name):
                 return _error(f"MCP server {server_name!r} has no enabled tool called {request.name}")
-            result = await client.call_tool(tool.name, arguments)
-            return self._tool_result(server_name, tool.name, result)
+            return tool.name, await client.call_tool(tool.name, arguments)
 
         try:
             async with heartbeating():
-                return await self._with_session(server_name, server, call, tool_call=True)
+                outcome = await self._with_session(server_name, server, call, tool_call=True)
         except McpFailure as failure:
             if failure.transient:
                 raise ApplicationError(failure.message, type="McpUnavailable") from None
             return _error(failure.message)
+        if isinstance(outcome, ToolResult):
+            return outcome
+        # After the session: a blob store failure is not the MCP server's.
+        return await self._tool_result(server_name, *outcome)
 
     # --- helpers ---------------------------------------------------------------
 
@@ -448,7 +451,7 @@ class McpActivities:
                     raise
                 raise failure from None
 
-    def _tool_result(self, server: str, tool: str, result: Any) -> ToolResult:
+    async def _tool_result(self, server: str, tool: str, result: Any) -> ToolResult:
         text, sources = _render(result)
         if result.is_error:
             return _error(f"MCP tool {tool} on server {server!r} failed: {text or '(no message)'}")
@@ -458,7 +461,7 @@ class McpActivities:
             text = text[:MAX_RESULT_CHARS] + f"\n[... cut: the result had {len(text):,} characters]"
         if len(text) > INLINE_CHARS and self.blobs is not None:
             header = f"Result of MCP tool {tool} (server {server}, {len(text):,} characters):\n"
-            return ToolResult(content=header, blob=self.blobs.put(text), sources=sources)
+            return ToolResult(content=header, blob=await self.blobs.put(text), sources=sources)
         if len(text) > 4 * INLINE_CHARS:  # no blob store: keep history small anyway
             text = text[: 4 * INLINE_CHARS] + f"\n[... cut: the result had {len(text):,} characters]"
         return ToolResult(content=text, sources=sources)

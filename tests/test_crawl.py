@@ -13,7 +13,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 import activities.crawl as crawl_module
-from activities.blobs import BlobStore
+from activities.blobs import FileBlobStore
 from activities.crawl import CrawlActivities
 from activities.url_guard import UnsafeURL, check_url
 from tests.harness.pages import PageServer, article
@@ -38,7 +38,7 @@ def pages():
 
 @pytest.fixture
 def blobs(tmp_path):
-    return BlobStore(tmp_path / "blobs")
+    return FileBlobStore(tmp_path / "blobs")
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ async def test_article_body_becomes_markdown(pages, crawler, blobs):
     assert not result.error, result.content
     assert result.content == f"# Zebra migration breaks record\nURL: {url}\n"
     assert [(s.title, s.url) for s in result.sources] == [("Zebra migration breaks record", url)]
-    markdown = blobs.get(result.blob)
+    markdown = await blobs.get(result.blob)
     assert "4,217 zebras" in markdown
     for boilerplate in ("Subscribe to our newsletter", "All rights reserved", "Cookie settings"):
         assert boilerplate not in markdown
@@ -80,14 +80,14 @@ async def test_plain_text(pages, crawler, blobs):
     pages.add("/notes.txt", "Field notes\n\n" + FACT, content_type="text/plain")
     result = await crawl(crawler, pages.url("/notes.txt"))
     assert result.content.startswith("# Field notes\n")
-    assert FACT in blobs.get(result.blob)
+    assert FACT in (await blobs.get(result.blob))
 
 
 async def test_short_page_falls_back_to_text(pages, crawler, blobs):
     pages.add("/short", "<html><body><div>Answer: 42.</div></body></html>")
     result = await crawl(crawler, pages.url("/short"))
     assert not result.error, result.content
-    assert "Answer: 42." in blobs.get(result.blob)
+    assert "Answer: 42." in (await blobs.get(result.blob))
     assert result.sources[0].title == pages.url("/short")  # no title: the URL
 
 
@@ -107,7 +107,7 @@ async def test_latin1_page(pages, crawler, blobs, content_type, meta):
     pages.add("/latin1", page.encode("latin-1"), content_type=content_type)
     result = await crawl(crawler, pages.url("/latin1"))
     assert result.content.startswith("# Zèbres\n")
-    assert "Café crème à Besançon" in blobs.get(result.blob)
+    assert "Café crème à Besançon" in (await blobs.get(result.blob))
 
 
 # --- redirects -----------------------------------------------------------------
@@ -361,7 +361,7 @@ async def test_pdf_text_reaches_markdown(pages, crawler, blobs):
     assert not result.error, result.content
     assert result.content == f"# Zebra survey report\nURL: {url}\n"
     assert [(s.title, s.url) for s in result.sources] == [("Zebra survey report", url)]
-    markdown = blobs.get(result.blob)
+    markdown = await blobs.get(result.blob)
     assert "## Page 1\n" in markdown and "## Page 3\n" in markdown
     assert markdown.index("## Page 2") < markdown.index("4,217 zebras") < markdown.index("## Page 3")
     assert "drone survey" in markdown
@@ -432,4 +432,4 @@ async def test_pdf_with_only_an_owner_password_is_read(pages, crawler, blobs):
     pages.add("/restricted.pdf", restricted, content_type="application/pdf")
     result = await crawl(crawler, pages.url("/restricted.pdf"))
     assert not result.error, result.content
-    assert "4,217 zebras" in blobs.get(result.blob)
+    assert "4,217 zebras" in (await blobs.get(result.blob))

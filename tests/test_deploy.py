@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from activities.blobs import BlobNotFound, FileBlobStore, S3BlobStore
 from activities.settings import ROLES, Settings
 from client.connection import (
     PAYLOAD_BUCKET_ENV,
@@ -38,7 +39,7 @@ from client.connection import (
 )
 from client.devserver import QUEUE_READ_RATE, SEARCH_ATTRIBUTES, DevServer, free_port, port_open
 from client.tracing import tracing_enabled
-from worker import build_worker, worker_options
+from worker import blob_store, build_worker, worker_options
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -148,7 +149,7 @@ def test_volumes_are_declared_and_bind_mounts_exist():
     assert used == declared
     assert "postgresql-data:/var/lib/postgresql/data" in SERVICES["postgresql"]["volumes"]
     assert "minio-data:/data" in SERVICES["minio"]["volumes"]
-    # Every worker replica shares the data dir (blobs live there).
+    # Every worker replica shares the data dir (local documents and their index).
     assert WORKER["volumes"] == ["research-data:/data"]
     assert service_env("worker")["DEEPRESEARCH_DATA_DIR"] == "/data"
 
@@ -487,6 +488,25 @@ async def test_large_payload_round_trips_through_s3_between_machines(tmp_path, s
     assert await reader.decode([small], [str]) == ["short"] and len(bucket_keys(s3_server, bucket)) == 1
 
 
+async def test_blobs_go_to_the_payload_bucket_when_it_is_set(tmp_path, s3_server):
+    assert isinstance(blob_store(tmp_path, {}), FileBlobStore)
+    bucket = make_bucket(s3_server)
+    env = s3_env(s3_server, bucket)
+    writer, reader = blob_store(tmp_path / "a", env), blob_store(tmp_path / "b", env)
+    assert isinstance(writer, S3BlobStore) and writer.where == f"s3://{bucket}/blobs/"
+    page = "# A crawled page\n" + "tide table row\n" * 5_000
+    ref = await writer.put(page)
+    assert ref == await FileBlobStore(tmp_path / "local").put(page)  # same reference either way
+    assert await reader.get(ref) == page
+    assert bucket_keys(s3_server, bucket) == [f"blobs/{ref[7:9]}/{ref[7:]}"]
+    assert await writer.put(page) == ref and len(bucket_keys(s3_server, bucket)) == 1
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    missing = "sha256:" + "0" * 64
+    with pytest.raises(BlobNotFound, match=f"s3://{bucket}/blobs/00/0+; do all workers") as err:
+        await reader.get(missing)
+    assert "\n" not in str(err.value)
+
+
 async def test_claims_written_by_the_file_driver_stay_readable_with_s3_on(tmp_path, s3_server):
     env = s3_env(s3_server, make_bucket(s3_server))
     big = "x" * 300_000
@@ -528,6 +548,7 @@ async def test_run_passes_large_payloads_from_worker_to_client_through_s3(
 ):
     """A worker and a client on separate data dirs (separate machines) share
     a run whose report is above the threshold: it travels through the bucket."""
+    from tests.harness.research_script import FACT
     from tests.harness.runs import start
 
     bucket = make_bucket(s3_server)
@@ -554,6 +575,10 @@ async def test_run_passes_large_payloads_from_worker_to_client_through_s3(
     assert completed.result.payloads[0].ByteSize() < 2_000  # a claim, not the report
     assert not (worker_dir / "payloads").exists() and not (client_dir / "payloads").exists()
     assert os.environ[PAYLOAD_BUCKET_ENV] == bucket
+    # Crawled pages and conversations went to the bucket too, and came back:
+    # the report holds the fact only the crawled page's body has.
+    assert FACT in result.final_report
+    assert any(key.startswith("blobs/") for key in keys) and not (worker_dir / "blobs").exists()
 
 
 # --- the container's process: python worker.py -------------------------------
@@ -572,6 +597,7 @@ def test_worker_stops_gracefully_on_sigterm(dev_server, worker_env, task_queue):
         first = process.stdout.readline()
         assert first.startswith(f"worker on {dev_server.address} (namespace default), task queue {task_queue}"), first
         assert "large payloads: " in first and "tracing: off" in first
+        assert f"blobs: {worker_env['DEEPRESEARCH_DATA_DIR']}/blobs;" in first
         time.sleep(2)  # connected and polling
         assert process.poll() is None
         process.send_signal(signal.SIGTERM)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.blobs import BlobStore
+from activities.blobs import BlobStore, FileBlobStore
 from activities.mcp_tools import (
     McpActivities,
     McpCallRequest,
@@ -290,13 +290,13 @@ async def test_resource_links_become_sources(echo: McpActivities):
 
 
 async def test_long_results_go_to_the_blob_store(tmp_path: Path):
-    blobs = BlobStore(tmp_path / "blobs")
+    blobs = FileBlobStore(tmp_path / "blobs")
     activities = activities_for({"echo": echo_server()}, blobs)
     text = "tide table row\n" * 2_000
     result = await activities.call_tool(call("mcp__echo__slow_echo", text=text, seconds=0))
     assert not result.error and result.blob is not None
     assert len(result.content) < 200 and "slow_echo" in result.content
-    assert blobs.get(result.blob) == text
+    assert await blobs.get(result.blob) == text
 
 
 async def test_slow_server_times_out_as_a_retryable_failure():
