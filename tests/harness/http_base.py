@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import threading
 import time
 import traceback
@@ -33,6 +34,13 @@ class Response:
 
 def json_response(status: int, obj: object, headers: dict[str, str] | None = None) -> Response:
     return Response(status, json.dumps(obj).encode(), {"Content-Type": "application/json", **(headers or {})})
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return  # the client went away (a killed worker, in the crash tests)
+        super().handle_error(request, client_address)
 
 
 class ScriptedServer:
@@ -59,7 +67,7 @@ class ScriptedServer:
         return self._httpd.server_address[1]
 
     def start(self):
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.scripted = self  # type: ignore[attr-defined]
         threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True).start()
         return self
