@@ -23,12 +23,19 @@ from temporalio.worker import Interceptor, Worker
 from activities.blobs import BlobStore, FileBlobStore, S3BlobStore
 from activities.crawl import CrawlActivities
 from activities.llm import ModelActivities
-from activities.local_docs import LocalDocsActivities
+from activities.local_docs import LocalDocsActivities, SharedIndexes
 from activities.mcp_tools import McpActivities, load_mcp_config
 from activities.sandbox import Sandbox, SandboxActivities, make_sandbox
 from activities.search import SearchActivities
 from activities.settings import ConfigError, Settings
-from client.connection import Connection, ConnectionFailed, S3Config, connect, payload_storage, s3_client
+from client.connection import (
+    Connection,
+    ConnectionFailed,
+    S3Config,
+    connect,
+    payload_storage,
+    s3_client,
+)
 from client.tracing import flush_tracing, tracing_enabled
 from workflows.deep_research import DeepResearch
 
@@ -39,6 +46,13 @@ def blob_store(data_dir: Path, env: Mapping[str, str] | None = None) -> BlobStor
     share them), else under ``<data dir>/blobs``."""
     s3 = S3Config.from_env(env)
     return S3BlobStore(s3_client(s3), s3.bucket) if s3 else FileBlobStore(data_dir / "blobs")
+
+
+def shared_indexes(env: Mapping[str, str] | None = None) -> SharedIndexes | None:
+    """Where the worker that indexed a run's local documents leaves a copy of
+    the index for the others: the payload bucket, if set."""
+    s3 = S3Config.from_env(env)
+    return SharedIndexes(s3_client(s3), s3.bucket) if s3 else None
 
 
 def build_worker(
@@ -65,7 +79,7 @@ def build_worker(
     search = SearchActivities(settings)
     crawl = CrawlActivities(blobs, allow_private=settings.allow_private_urls)
     code = SandboxActivities(sandbox)
-    docs = LocalDocsActivities(settings.data_dir)
+    docs = LocalDocsActivities(settings.data_dir, shared_indexes())
     mcp = McpActivities(load_mcp_config(data_dir=settings.data_dir), blobs)  # ConfigError: one line, at worker start
     worker = Worker(
         client,

@@ -112,7 +112,7 @@ class S3BlobStore:
         try:
             data = await self.client.get_object(bucket=self.bucket, key=key)
         except Exception as err:
-            if _is_missing(err):
+            if is_missing_object(err):
                 raise BlobNotFound(
                     f"blob {ref} is missing from s3://{self.bucket}/{key}; do all workers "
                     "use the same DEEPRESEARCH_PAYLOAD_S3_BUCKET?"
@@ -121,7 +121,8 @@ class S3BlobStore:
         return data.decode("utf-8")
 
 
-def _is_missing(err: Exception) -> bool:
+def is_missing_object(err: Exception) -> bool:
+    """Whether an S3 client error says the object does not exist."""
     response = getattr(err, "response", None)
     code = str((response or {}).get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
     return code in ("NoSuchKey", "404", "NotFound")

@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from functools import cache
 from datetime import timedelta
 from email.utils import parsedate_to_datetime
+from functools import cache
 from importlib import resources
 from string import Template
 from typing import Any

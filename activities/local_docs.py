@@ -9,6 +9,11 @@ section as ``file:///absolute/path#section-slug``.
 Indexing is idempotent: a file whose modification time and size did not
 change is skipped, so a retried activity (or a resumed run) redoes nothing.
 Files that cannot be read are reported in the summary, never fatal.
+
+With a shared store (``SharedIndexes``: the payload bucket, when
+DEEPRESEARCH_PAYLOAD_S3_BUCKET is set), the worker that indexed a run's
+documents uploads a copy of the index, and a worker on another machine
+fetches it before its first search of that run.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import hashlib
 import os
 import re
 import sqlite3
+import tempfile
 import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
@@ -29,6 +35,7 @@ from urllib.parse import quote
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.blobs import ObjectClient, is_missing_object
 from activities.crawl import CONVERTERS, CrawlRefused, pdf_to_markdown
 from workflows.models import Citation, IndexRequest, LocalSearchRequest, ToolResult
 
@@ -379,6 +386,15 @@ class LocalIndex:
         finally:
             conn.close()
 
+    def snapshot(self) -> bytes:
+        """The whole index as one self-contained SQLite file (WAL folded in)."""
+        with tempfile.TemporaryDirectory() as folder:
+            copy = Path(folder) / "index.sqlite"
+            with self._connect() as conn, closing(sqlite3.connect(copy)) as target:
+                conn.backup(target)
+                target.execute("PRAGMA journal_mode=DELETE")
+            return copy.read_bytes()
+
     # -- indexing --
 
     def index(
@@ -563,11 +579,48 @@ def format_local_hits(query: str, hits: list[Hit], terms: list[str]) -> str:
     return "\n".join(lines)
 
 
+class SharedIndexes:
+    """Copies of run indexes in an S3 bucket, ``<prefix><file name>``, so that
+    any worker can search the documents another worker indexed."""
+
+    def __init__(self, client: ObjectClient, bucket: str, prefix: str = "indexes/") -> None:
+        self.client = client
+        self.bucket = bucket
+        self.prefix = prefix
+
+    async def upload(self, index: LocalIndex) -> None:
+        data = await asyncio.to_thread(index.snapshot)
+        await self.client.put_object(bucket=self.bucket, key=self.prefix + index.path.name, data=data)
+
+    async def download(self, index: LocalIndex) -> bool:
+        """Fetch the run's index into ``index.path``; False if none was shared."""
+        try:
+            data = await self.client.get_object(bucket=self.bucket, key=self.prefix + index.path.name)
+        except Exception as err:
+            if is_missing_object(err):
+                return False
+            raise  # unreachable store: the activity is retried
+        index.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=index.path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        for leftover in ("-wal", "-shm"):  # of an older copy: not for this file
+            Path(f"{index.path}{leftover}").unlink(missing_ok=True)
+        os.replace(tmp, index.path)
+        return True
+
+
 class LocalDocsActivities:
     """``index_resources`` and ``local_search``; one instance per worker."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, shared: SharedIndexes | None = None) -> None:
         self.data_dir = Path(data_dir)
+        self.shared = shared
+        # Run keys whose index in the data dir is current: built here, or
+        # fetched from the shared store by this process (a copy left by an
+        # earlier run with the same key is fetched again).
+        self.current: set[str] = set()
+        self._fetching: dict[str, asyncio.Lock] = {}
 
     def index_for(self, run_key: str) -> LocalIndex:
         """The run's index file: ``<data dir>/indexes/<run key>.sqlite`` (the key
@@ -595,13 +648,19 @@ class LocalDocsActivities:
             await asyncio.wait({task}, timeout=2.0)
             if activity.in_activity():
                 activity.heartbeat(done)
-        return task.result().summary()
+        report = task.result()
+        if self.shared:
+            await self.shared.upload(index)
+        self.current.add(request.run_key)
+        return report.summary()
 
     @activity.defn(name="local_search")
     async def local_search(self, request: LocalSearchRequest) -> ToolResult:
         """Search the run's local documents; hits cite file and section."""
         _require_fts5()
         index = self.index_for(request.run_key)
+        if self.shared:
+            await self._fetch(request.run_key, index)
         if not index.path.exists():
             return ToolResult(
                 error=True,
@@ -616,6 +675,15 @@ class LocalDocsActivities:
             content=format_local_hits(request.query, hits, query_terms(request.query)),
             sources=sources,
         )
+
+
+    async def _fetch(self, run_key: str, index: LocalIndex) -> None:
+        """Once per process and run: the shared copy of the run's index, if
+        there is one. Parallel searches of the run wait for one download."""
+        assert self.shared
+        async with self._fetching.setdefault(run_key, asyncio.Lock()):
+            if run_key not in self.current and await self.shared.download(index):
+                self.current.add(run_key)
 
 
 def _require_fts5() -> None:

@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from activities.blobs import BlobNotFound, FileBlobStore, S3BlobStore
+from activities.local_docs import LocalDocsActivities
 from activities.settings import ROLES, Settings
 from client.connection import (
     PAYLOAD_BUCKET_ENV,
@@ -37,9 +38,16 @@ from client.connection import (
     connect,
     data_converter,
 )
-from client.devserver import QUEUE_READ_RATE, SEARCH_ATTRIBUTES, DevServer, free_port, port_open
+from client.devserver import (
+    QUEUE_READ_RATE,
+    SEARCH_ATTRIBUTES,
+    DevServer,
+    free_port,
+    port_open,
+)
 from client.tracing import tracing_enabled
-from worker import blob_store, build_worker, worker_options
+from worker import blob_store, build_worker, shared_indexes, worker_options
+from workflows.models import IndexRequest, LocalSearchRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -149,7 +157,7 @@ def test_volumes_are_declared_and_bind_mounts_exist():
     assert used == declared
     assert "postgresql-data:/var/lib/postgresql/data" in SERVICES["postgresql"]["volumes"]
     assert "minio-data:/data" in SERVICES["minio"]["volumes"]
-    # Every worker replica shares the data dir (local documents and their index).
+    # Every worker replica shares the data dir (needed without a bucket; with one, a cache).
     assert WORKER["volumes"] == ["research-data:/data"]
     assert service_env("worker")["DEEPRESEARCH_DATA_DIR"] == "/data"
 
@@ -505,6 +513,28 @@ async def test_blobs_go_to_the_payload_bucket_when_it_is_set(tmp_path, s3_server
     with pytest.raises(BlobNotFound, match=f"s3://{bucket}/blobs/00/0+; do all workers") as err:
         await reader.get(missing)
     assert "\n" not in str(err.value)
+
+
+async def test_local_documents_indexed_on_one_machine_are_searched_on_another(tmp_path, s3_server):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "turbines.md").write_text("# Turbine log\n\nUnit 7 produced 4.2 megawatts at peak in March.\n")
+    bucket = make_bucket(s3_server)
+    env = s3_env(s3_server, bucket)
+    indexer = LocalDocsActivities(tmp_path / "machine-a", shared_indexes(env))
+    searcher = LocalDocsActivities(tmp_path / "machine-b", shared_indexes(env))
+    alone = LocalDocsActivities(tmp_path / "machine-c")  # no shared store: as before
+    query = LocalSearchRequest(run_key="run-1", query="turbine peak megawatts")
+
+    assert "1 file" in await indexer.index_resources(IndexRequest(run_key="run-1", paths=[str(docs)]))
+    assert bucket_keys(s3_server, bucket) == ["indexes/run-1.sqlite"]
+    found = await searcher.local_search(query)
+    assert not found.error and "4.2 megawatts" in found.content
+    assert [s.url for s in found.sources] == [(docs / "turbines.md").resolve().as_uri() + "#turbine-log"]
+    assert (await alone.local_search(query)).error
+    # Another run's key finds nothing shared: the usual error, not a crash.
+    missing = await searcher.local_search(LocalSearchRequest(run_key="run-2", query="turbine"))
+    assert missing.error and "no local documents were indexed" in missing.content
 
 
 async def test_claims_written_by_the_file_driver_stay_readable_with_s3_on(tmp_path, s3_server):
