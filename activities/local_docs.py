@@ -676,7 +676,6 @@ class LocalDocsActivities:
             sources=sources,
         )
 
-
     async def _fetch(self, run_key: str, index: LocalIndex) -> None:
         """Once per process and run: the shared copy of the run's index, if
         there is one. Parallel searches of the run wait for one download."""
