@@ -62,12 +62,7 @@ class FileBlobStore:
         ref = reference(data)
         path = self._path(ref)
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # Write then rename, so a reader never sees half a blob.
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
+            write_atomically(path, data)
         return ref
 
     async def get(self, ref: str) -> str:
@@ -109,19 +104,36 @@ class S3BlobStore:
 
     async def get(self, ref: str) -> str:
         key = self._key(ref)
-        try:
-            data = await self.client.get_object(bucket=self.bucket, key=key)
-        except Exception as err:
-            if is_missing_object(err):
-                raise BlobNotFound(
-                    f"blob {ref} is missing from s3://{self.bucket}/{key}; do all workers "
-                    "use the same DEEPRESEARCH_PAYLOAD_S3_BUCKET?"
-                ) from None
-            raise  # unreachable store, throttling: the activity is retried
+        data = await get_if_present(self.client, self.bucket, key)
+        if data is None:
+            raise BlobNotFound(
+                f"blob {ref} is missing from s3://{self.bucket}/{key}; do all workers "
+                "use the same DEEPRESEARCH_PAYLOAD_S3_BUCKET?"
+            )
         return data.decode("utf-8")
 
 
-def is_missing_object(err: Exception) -> bool:
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write then rename, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+async def get_if_present(client: ObjectClient, bucket: str, key: str) -> bytes | None:
+    """The object's bytes; None if it does not exist. Other errors (store
+    unreachable, throttling) propagate, so the activity is retried."""
+    try:
+        return await client.get_object(bucket=bucket, key=key)
+    except Exception as err:
+        if _is_missing(err):
+            return None
+        raise
+
+
+def _is_missing(err: Exception) -> bool:
     """Whether an S3 client error says the object does not exist."""
     response = getattr(err, "response", None)
     code = str((response or {}).get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""

@@ -35,7 +35,7 @@ from urllib.parse import quote
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.blobs import ObjectClient, is_missing_object
+from activities.blobs import ObjectClient, get_if_present, write_atomically
 from activities.crawl import CONVERTERS, CrawlRefused, pdf_to_markdown
 from workflows.models import Citation, IndexRequest, LocalSearchRequest, ToolResult
 
@@ -594,19 +594,12 @@ class SharedIndexes:
 
     async def download(self, index: LocalIndex) -> bool:
         """Fetch the run's index into ``index.path``; False if none was shared."""
-        try:
-            data = await self.client.get_object(bucket=self.bucket, key=self.prefix + index.path.name)
-        except Exception as err:
-            if is_missing_object(err):
-                return False
-            raise  # unreachable store: the activity is retried
-        index.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=index.path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        data = await get_if_present(self.client, self.bucket, self.prefix + index.path.name)
+        if data is None:
+            return False
         for leftover in ("-wal", "-shm"):  # of an older copy: not for this file
             Path(f"{index.path}{leftover}").unlink(missing_ok=True)
-        os.replace(tmp, index.path)
+        write_atomically(index.path, data)
         return True
 
 
