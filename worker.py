@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
@@ -27,16 +26,13 @@ from activities.local_docs import LocalDocsActivities, SharedIndexes
 from activities.mcp_tools import McpActivities, load_mcp_config
 from activities.sandbox import Sandbox, SandboxActivities, make_sandbox
 from activities.search import SearchActivities
-from activities.settings import ConfigError, Settings
-from client.connection import (
-    Connection,
-    ConnectionFailed,
-    S3Config,
-    connect,
-    payload_storage,
-    s3_client,
-)
-from client.tracing import flush_tracing, tracing_enabled
+from infra.errors import ConfigError, ConnectionFailed
+from infra.payload_storage import payload_storage_location as payload_storage
+from infra.process import exit_now, stop_on_signals
+from infra.s3 import S3Config, s3_client
+from infra.settings import Settings
+from infra.temporal import Connection, connect
+from infra.tracing import tracing_enabled
 from workflows.deep_research import DeepResearch
 
 
@@ -72,7 +68,7 @@ def build_worker(
     once; ``max_activities_per_second`` is the task queue's rate limit, shared
     by every worker on the queue (the server enforces it; the value the
     workers last set wins). Interceptors of the client (e.g. tracing, see
-    client/tracing.py) apply already; ``interceptors`` adds more."""
+    infra/tracing.py) apply already; ``interceptors`` adds more."""
     blobs = blob_store(settings.data_dir)
     sandbox = make_sandbox(settings)
     model = ModelActivities(settings, blobs)
@@ -86,9 +82,16 @@ def build_worker(
         task_queue=task_queue,
         workflows=[DeepResearch],
         activities=[
-            model.chat, search.web_search, crawl.crawl, code.run_python, code.close_sandbox,
-            docs.index_resources, docs.local_search, mcp.list_tools, mcp.call_tool,
-        ],  # fmt: skip
+            model.chat,
+            search.web_search,
+            crawl.crawl,
+            code.run_python,
+            code.close_sandbox,
+            docs.index_resources,
+            docs.local_search,
+            mcp.list_tools,
+            mcp.call_tool,
+        ],
         max_cached_workflows=max_cached_workflows,
         max_concurrent_activities=max_concurrent_activities,
         max_task_queue_activities_per_second=max_activities_per_second,
@@ -130,9 +133,7 @@ def worker_options(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     return options
 
 
-async def run_worker(
-    conn: Connection, settings: Settings, *, stop: asyncio.Event | None = None, **options
-) -> None:
+async def run_worker(conn: Connection, settings: Settings, *, stop: asyncio.Event | None = None, **options) -> None:
     """Run until ``stop`` is set or the task is cancelled. Options not given
     come from the environment (see ``worker_options``)."""
     settings.check()
@@ -147,16 +148,10 @@ async def run_worker(
 
 
 async def serve(conn: Connection, settings: Settings) -> None:
-    """Run the worker until SIGTERM or SIGINT, then shut it down gracefully (a
-    container's PID 1 ignores SIGTERM unless it handles it)."""
+    """Run the worker until SIGTERM or SIGINT, then shut it down gracefully."""
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):  # not on this platform
-            pass
-    await run_worker(conn, settings, stop=stop)
+    with stop_on_signals(stop):
+        await run_worker(conn, settings, stop=stop)
 
 
 def main() -> None:
@@ -178,13 +173,7 @@ def main() -> None:
         code = 2
     except KeyboardInterrupt:
         code = 0
-    flush_tracing()
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # Exit without interpreter teardown: the SDK's native runtime can abort
-    # (SIGABRT) while Python finalises (sdk-python issue #300).
-    os._exit(code)
+    exit_now(code)
 
 
 if __name__ == "__main__":

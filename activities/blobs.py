@@ -70,13 +70,12 @@ class FileBlobStore:
             return self._path(ref).read_bytes().decode("utf-8")
         except FileNotFoundError:
             raise BlobNotFound(
-                f"blob {ref} is missing from {self.root}; is DEEPRESEARCH_DATA_DIR "
-                "the same for every worker?"
+                f"blob {ref} is missing from {self.root}; is DEEPRESEARCH_DATA_DIR the same for every worker?"
             ) from None
 
 
 class ObjectClient(Protocol):
-    """The async S3 calls the store needs (``client.connection.SharedS3Client``)."""
+    """The async S3 calls the store needs (``infra.s3.SharedS3Client``)."""
 
     async def put_object(self, *, bucket: str, key: str, data: bytes) -> None: ...
 

@@ -17,7 +17,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 
 import httpx
@@ -224,7 +224,7 @@ def _retry_delay(value: str | None) -> timedelta | None:
         delay = timedelta(seconds=float(value))
     except (ValueError, OverflowError):
         try:
-            delay = parsedate_to_datetime(value) - datetime.now(timezone.utc)
+            delay = parsedate_to_datetime(value) - datetime.now(UTC)
         except (TypeError, ValueError):
             return None
     return min(max(delay, timedelta(0)), MAX_RETRY_AFTER)
@@ -310,10 +310,7 @@ class CrawlActivities:
         content_type = response.headers.get("content-type", "text/html")
         mime = content_type.split(";")[0].strip().lower()
         if mime not in CONVERTERS:
-            raise CrawlRefused(
-                f"cannot read {mime or 'unknown'} content from {url}; "
-                "only HTML, plain text and PDF"
-            )
+            raise CrawlRefused(f"cannot read {mime or 'unknown'} content from {url}; only HTML, plain text and PDF")
         length = response.headers.get("content-length", "")
         if length.isdigit() and int(length) > self.max_bytes:
             raise CrawlRefused(f"page too large ({length} bytes, limit {self.max_bytes}) at {url}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from datetime import timedelta
+from datetime import UTC, timedelta
 from email.utils import parsedate_to_datetime
 from functools import cache
 from importlib import resources
@@ -27,7 +27,7 @@ from temporalio.exceptions import ApplicationError
 from activities import context, text_tools
 from activities.blobs import BlobStore
 from activities.heartbeat import heartbeating
-from activities.settings import Settings
+from infra.settings import Settings
 from workflows.models import Message, ModelReply, ModelRequest, ToolCall
 
 # Error types the workflow's retry policy must not retry.
@@ -51,9 +51,7 @@ def render_prompt(name: str, variables: dict[str, Any]) -> str:
     text = _prompt_file(f"{name}.md")
     values = {k: str(v) for k, v in variables.items()}
     values["clarification"] = (
-        render_prompt("clarification", {**variables, "clarify": False})
-        if variables.get("clarify")
-        else ""
+        render_prompt("clarification", {**variables, "clarify": False}) if variables.get("clarify") else ""
     )
     values["local_docs"] = render_prompt("local_docs", {}) if variables.get("has_resources") else ""
     style = variables.get("report_style")
@@ -75,9 +73,9 @@ def _retry_after(err: openai.APIStatusError) -> timedelta | None:
         seconds = float(value)
     except ValueError:
         try:
-            from datetime import datetime, timezone
+            from datetime import datetime
 
-            seconds = (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds()
+            seconds = (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds()
         except (TypeError, ValueError):
             return None
     return timedelta(seconds=min(max(seconds, 0.0), 120.0))
@@ -88,30 +86,34 @@ def classify(err: Exception) -> ApplicationError:
     timeouts and 5xx; fail fast on authentication and bad requests."""
     if isinstance(err, openai.AuthenticationError):
         return ApplicationError(
-            "the model provider rejected the API key (HTTP 401): set OPENAI_API_KEY "
-            "to a valid key for OPENAI_BASE_URL",
-            type="ModelAuthError", non_retryable=True,
-        )  # fmt: skip
+            "the model provider rejected the API key (HTTP 401): set OPENAI_API_KEY to a valid key for OPENAI_BASE_URL",
+            type="ModelAuthError",
+            non_retryable=True,
+        )
     if isinstance(err, openai.PermissionDeniedError):
         return ApplicationError(
             f"the model provider refused access (HTTP 403): {err.message}",
-            type="ModelAuthError", non_retryable=True,
-        )  # fmt: skip
+            type="ModelAuthError",
+            non_retryable=True,
+        )
     if isinstance(err, openai.RateLimitError):
         return ApplicationError(
             f"rate limited by the model provider (HTTP 429): {err.message}",
-            type="ModelRateLimited", next_retry_delay=_retry_after(err),
-        )  # fmt: skip
+            type="ModelRateLimited",
+            next_retry_delay=_retry_after(err),
+        )
     if isinstance(err, openai.APIStatusError):
         if err.status_code in (408, 409) or err.status_code >= 500:
             return ApplicationError(
                 f"model provider error (HTTP {err.status_code}): {err.message}",
-                type="ModelUnavailable", next_retry_delay=_retry_after(err),
-            )  # fmt: skip
+                type="ModelUnavailable",
+                next_retry_delay=_retry_after(err),
+            )
         return ApplicationError(
             f"the model provider rejected the request (HTTP {err.status_code}): {err.message}",
-            type="ModelRequestError", non_retryable=True,
-        )  # fmt: skip
+            type="ModelRequestError",
+            non_retryable=True,
+        )
     # Connection errors, timeouts, truncated or malformed responses: retry.
     return ApplicationError(f"model call failed: {type(err).__name__}: {err}", type="ModelUnavailable")
 

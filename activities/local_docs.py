@@ -270,9 +270,7 @@ def read_document(path: Path, data: bytes) -> tuple[str, list[Section]]:
     kind = KINDS[path.suffix.lower()]
     url = path.as_uri()
     if kind == "pdf":
-        title, markdown = pdf_to_markdown(
-            data, "", max_pages=PDF_MAX_PAGES, max_seconds=PDF_MAX_SECONDS
-        )
+        title, markdown = pdf_to_markdown(data, "", max_pages=PDF_MAX_PAGES, max_seconds=PDF_MAX_SECONDS)
     elif kind == "html":
         title, markdown = CONVERTERS["text/html"](data, None, url)
     else:
@@ -359,8 +357,7 @@ class LocalIndex:
     def _connect(self) -> Iterator[sqlite3.Connection]:
         if not fts5_available():
             raise RuntimeError(
-                "this Python's SQLite has no FTS5 full-text search; "
-                "install a Python built with FTS5 to use --resource"
+                "this Python's SQLite has no FTS5 full-text search; install a Python built with FTS5 to use --resource"
             )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=30)
@@ -397,17 +394,12 @@ class LocalIndex:
 
     # -- indexing --
 
-    def index(
-        self, paths: list[str], progress: Callable[[int], None] | None = None
-    ) -> IndexReport:
+    def index(self, paths: list[str], progress: Callable[[int], None] | None = None) -> IndexReport:
         """Index files and folders (recursively); ``progress`` gets the count
         of files handled so far."""
         report = IndexReport()
         with self._connect() as conn:
-            known = {
-                row[0]: (row[1], row[2])
-                for row in conn.execute("SELECT path, mtime_ns, size FROM files")
-            }
+            known = {row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, mtime_ns, size FROM files")}
             seen: set[str] = set()
             for file in self._walk(paths, report):
                 if str(file) in seen:
@@ -518,9 +510,7 @@ class LocalIndex:
 
     @staticmethod
     def _delete(conn: sqlite3.Connection, path: str) -> None:
-        conn.execute(
-            "DELETE FROM fts WHERE rowid IN (SELECT id FROM sections WHERE path = ?)", (path,)
-        )
+        conn.execute("DELETE FROM fts WHERE rowid IN (SELECT id FROM sections WHERE path = ?)", (path,))
         conn.execute("DELETE FROM sections WHERE path = ?", (path,))
         conn.execute("DELETE FROM files WHERE path = ?", (path,))
 

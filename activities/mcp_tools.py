@@ -50,8 +50,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.blobs import BlobStore
 from activities.heartbeat import heartbeating
-from activities.settings import ConfigError
-from activities.settings import data_dir as env_data_dir
+from infra.errors import ConfigError
+from infra.settings import data_dir as env_data_dir
 from workflows.models import Citation, McpCallRequest, ToolResult
 
 logger = logging.getLogger(__name__)
@@ -189,9 +189,7 @@ class McpConfig(BaseModel):
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise ConfigError(
-                f"MCP config {path} does not exist: create it or unset {CONFIG_ENV}"
-            ) from None
+            raise ConfigError(f"MCP config {path} does not exist: create it or unset {CONFIG_ENV}") from None
         except OSError as err:
             raise ConfigError(f"MCP config {path} cannot be read: {err.strerror or err}") from None
         try:
@@ -253,9 +251,7 @@ def config_path(env: Mapping[str, str] | None = None, data_dir: Path | None = No
     return default if default.is_file() else None
 
 
-def load_mcp_config(
-    env: Mapping[str, str] | None = None, data_dir: Path | None = None
-) -> McpConfig | None:
+def load_mcp_config(env: Mapping[str, str] | None = None, data_dir: Path | None = None) -> McpConfig | None:
     """The worker's MCP configuration, or None when there is none. Raises
     ConfigError. The worker passes ``data_dir=settings.data_dir``."""
     env = os.environ if env is None else env
@@ -467,16 +463,12 @@ class McpActivities:
         return ToolResult(content=text, sources=sources)
 
 
-async def _transport(
-    server: StdioServerConfig | HttpServerConfig, errlog: Any, stack: AsyncExitStack
-) -> Any:
+async def _transport(server: StdioServerConfig | HttpServerConfig, errlog: Any, stack: AsyncExitStack) -> Any:
     if isinstance(server, StdioServerConfig):
         from mcp import StdioServerParameters
         from mcp.client.stdio import stdio_client
 
-        params = StdioServerParameters(
-            command=server.command, args=server.args, env=server.env or None, cwd=server.cwd
-        )
+        params = StdioServerParameters(command=server.command, args=server.args, env=server.env or None, cwd=server.cwd)
         # The server's stderr goes to a temporary file: quiet worker logs, and
         # its last lines explain a server that will not start.
         return stdio_client(params, errlog=errlog)

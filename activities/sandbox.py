@@ -50,14 +50,14 @@ from temporalio import activity
 from workflows.models import CodeRequest, ToolResult
 
 if TYPE_CHECKING:
-    from activities.settings import Settings
+    from infra.settings import Settings
 
 log = logging.getLogger(__name__)
 
 # Runs inside the session process (``python -I -c DRIVER LIMITS``). Requests and
 # replies are JSON lines on private copies of fds 0 and 1; user code gets an
 # empty stdin, and anything it writes at the fd level goes to the log on fd 2.
-DRIVER = r'''
+DRIVER = r"""
 import ast, builtins, io, json, linecache, os, resource, signal, sys, traceback, types
 
 limits = json.loads(sys.argv[1])
@@ -200,7 +200,7 @@ replies.flush()
 for n, line in enumerate(requests, 1):
     replies.write(json.dumps(run(json.loads(line)["code"], f"<cell {n}>")) + "\n")
     replies.flush()
-'''
+"""
 
 READY = b"ready\n"
 SIGNAL_HINTS = {
@@ -334,9 +334,10 @@ class LocalSandbox:
                 self._start_reaper()
                 fresh = s
                 note, failed = await replay(
-                    previous, lambda cell: self._exec(session, fresh, cell),
+                    previous,
+                    lambda cell: self._exec(session, fresh, cell),
                     lambda: self._sessions.get(session) is fresh,
-                )  # fmt: skip
+                )
                 if failed:
                     return failed
                 s.cells = list(previous)
@@ -469,7 +470,12 @@ class LocalSandbox:
                 "user": isolation.uid_gid,
             }
             proc = await asyncio.create_subprocess_exec(
-                *isolation.command, sys.executable, "-I", "-c", DRIVER, json.dumps(limits),
+                *isolation.command,
+                sys.executable,
+                "-I",
+                "-c",
+                DRIVER,
+                json.dumps(limits),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=log,
@@ -546,8 +552,7 @@ class LocalSandbox:
             idle = [
                 (sid, s)
                 for sid, s in self._sessions.items()
-                if now - s.last_used > self.idle_timeout
-                and not ((lock := self._locks.get(sid)) and lock.locked())
+                if now - s.last_used > self.idle_timeout and not ((lock := self._locks.get(sid)) and lock.locked())
             ]
             await asyncio.gather(*(self._drop(sid, s) for sid, s in idle))
 

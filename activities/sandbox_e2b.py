@@ -133,9 +133,10 @@ class E2BSandbox:
         if remote is None:
             remote = fresh = self._sessions[session] = _Remote(await self._open(session))
             note, failed = await replay(
-                previous, lambda cell: self._exec(session, fresh, cell),
+                previous,
+                lambda cell: self._exec(session, fresh, cell),
                 lambda: self._sessions.get(session) is fresh,
-            )  # fmt: skip
+            )
             if failed:
                 return failed
             remote.cells = list(previous)

@@ -41,7 +41,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
-from activities.settings import SEARCH_ENGINES, ConfigError, Settings
+from infra.errors import ConfigError
+from infra.settings import SEARCH_ENGINES, Settings
 from workflows.models import Citation, SearchRequest, ToolResult
 
 log = logging.getLogger(__name__)
@@ -134,9 +135,7 @@ def domain_matches(url: str, domains: Sequence[str]) -> bool:
     return any(host == d or host.endswith("." + d) for d in domains)
 
 
-def filter_hits(
-    hits: Sequence[Hit], include: Sequence[str], exclude: Sequence[str], max_results: int
-) -> list[Hit]:
+def filter_hits(hits: Sequence[Hit], include: Sequence[str], exclude: Sequence[str], max_results: int) -> list[Hit]:
     kept: list[Hit] = []
     seen: set[str] = set()
     for hit in hits:
@@ -203,9 +202,7 @@ def _http_error(engine: str, response: httpx.Response, key_name: str | None) -> 
             retry_after=retry_after(response.headers),
         )
     if status >= 500:
-        return SearchUnavailable(
-            f"{engine} unavailable ({reason})", retry_after=retry_after(response.headers)
-        )
+        return SearchUnavailable(f"{engine} unavailable ({reason})", retry_after=retry_after(response.headers))
     if status in (401, 403) and key_name:
         return SearchRejected(f"the {engine} search service rejected {key_name} ({reason}).")
     return SearchRejected(f"bad search request to {engine} ({reason}).")
@@ -223,9 +220,7 @@ class _HttpEngine:
             timeout=HTTP_TIMEOUT, follow_redirects=True, headers={"User-Agent": USER_AGENT}
         )
 
-    async def _get(
-        self, url: str, params: dict[str, Any], headers: dict[str, str] | None = None
-    ) -> httpx.Response:
+    async def _get(self, url: str, params: dict[str, Any], headers: dict[str, str] | None = None) -> httpx.Response:
         try:
             response = await self.client.get(url, params=params, headers=headers)
         except httpx.TimeoutException as err:
@@ -393,9 +388,7 @@ class BraveEngine(_HttpEngine):
     def _error(self, response: httpx.Response) -> Exception:
         # Brave answers a bad token with 422 SUBSCRIPTION_TOKEN_INVALID.
         if response.status_code == 422 and "token" in _detail(response).lower():
-            return SearchRejected(
-                f"the brave search service rejected BRAVE_API_KEY (HTTP 422: {_detail(response)})."
-            )
+            return SearchRejected(f"the brave search service rejected BRAVE_API_KEY (HTTP 422: {_detail(response)}).")
         return super()._error(response)
 
     async def search(self, query: str, max_results: int) -> list[Hit]:
@@ -478,9 +471,7 @@ def make_engine(settings: Settings) -> SearchEngine:
         return BraveEngine(settings.brave_api_key, settings.brave_base_url)
     if name == "arxiv":
         return ArxivEngine(settings.arxiv_base_url)
-    raise ConfigError(
-        f"DEEPRESEARCH_SEARCH_ENGINE={name!r} is not supported; use one of: {', '.join(SEARCH_ENGINES)}"
-    )
+    raise ConfigError(f"DEEPRESEARCH_SEARCH_ENGINE={name!r} is not supported; use one of: {', '.join(SEARCH_ENGINES)}")
 
 
 # --- the activity --------------------------------------------------------------
@@ -523,9 +514,7 @@ class SearchActivities:
         except Exception as err:  # a bug or an answer we did not foresee: tell the agent
             log.warning("web_search on %s failed unexpectedly", self.engine.name, exc_info=True)
             reason = self._scrub(f"{type(err).__name__}: {err}")[:500]
-            return ToolResult(
-                error=True, content=f"Error: the {self.engine.name} search failed ({reason})."
-            )
+            return ToolResult(error=True, content=f"Error: the {self.engine.name} search failed ({reason}).")
         hits = filter_hits(found, self.include, self.exclude, max_results)
         content = format_hits(query, hits)
         if not hits and found and (self.include or self.exclude):

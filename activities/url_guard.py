@@ -18,9 +18,7 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # Cloud metadata endpoints (AWS, AWS IPv6, Alibaba). Most are already non-global;
 # listed so the intent survives changes to the ipaddress module's tables.
-METADATA_ADDRESSES = frozenset(
-    ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200")
-)
+METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200"))
 
 
 class UnsafeURL(ValueError):

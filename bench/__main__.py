@@ -42,9 +42,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--output", type=Path, default=RESULTS / "latest.json", help="JSON file to write")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (server db, logs, blobs)")
     parser.add_argument(
-        "--server-args", default="",
+        "--server-args",
+        default="",
         help="extra arguments for the dev server, e.g. '--sqlite-pragma journal_mode=wal' (what-if runs)",
-    )  # fmt: skip
+    )
     args = parser.parse_args(argv)
     args.only = sorted({part.strip() for part in args.only.split(",") if part.strip()})
     unknown = [n for n in args.only if n not in TITLES]
@@ -99,9 +100,12 @@ def git_state() -> dict:
     def git(*args: str) -> str:
         try:
             return subprocess.run(
-                ["git", *args], cwd=Path(__file__).resolve().parent.parent,
-                capture_output=True, text=True, timeout=10,
-            ).stdout.rstrip("\n")  # fmt: skip
+                ["git", *args],
+                cwd=Path(__file__).resolve().parent.parent,
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout.rstrip("\n")
         except (OSError, subprocess.SubprocessError):
             return ""
 
@@ -112,7 +116,7 @@ def git_state() -> dict:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     load_start = [round(x, 2) for x in os.getloadavg()]
     begin = time.perf_counter()
     try:

@@ -99,9 +99,7 @@ async def bench_parallel(env: BenchEnv, runs: int) -> dict:
         "activities_retried": sum(s.attempt > 1 for s in par_spans + seq_spans),
         "parallel_activity_body_by_type": body_by_kind(par_spans),
         "sequential_activity_body_by_type": body_by_kind(seq_spans),
-        "parallel_orchestration_gap_median_ms": round(
-            statistics.median(s.orchestration for s in par_spans) * 1000, 2
-        ),
+        "parallel_orchestration_gap_median_ms": round(statistics.median(s.orchestration for s in par_spans) * 1000, 2),
     }
     rows = [
         _row("parallel wall (median)", par_wall, "s"),
@@ -109,7 +107,7 @@ async def bench_parallel(env: BenchEnv, runs: int) -> dict:
         _row("parallel critical-path limit", par_limit, "s"),
         _row("sequential critical-path limit", seq_limit, "s"),
         _row("parallel / limit", ratio, "x", "<= 1.15", ratio <= 1.15),
-        _row("speed-up seq/par (ideal %.2f)" % ideal, speedup, "x"),
+        _row(f"speed-up seq/par (ideal {ideal:.2f})", speedup, "x"),
         _row("speed-up as % of ideal", pct, "%", ">= 93", pct >= 93),
     ]
     return {"rows": rows, "details": details}
@@ -252,7 +250,11 @@ async def bench_concurrent(env: BenchEnv, count: int) -> dict:
         "single_run_wall_s": round(single.wall, 3),
         "total_wall_s": round(total, 3),
         "ratio": round(ratio, 4),
-        "run_wall_s": {"min": round(min(walls), 3), "median": round(statistics.median(walls), 3), "max": round(max(walls), 3)},
+        "run_wall_s": {
+            "min": round(min(walls), 3),
+            "median": round(statistics.median(walls), 3),
+            "max": round(max(walls), 3),
+        },
         "worker_peak_rss_mb_vmhwm": round(hwm_mb, 1),
         "worker_peak_rss_mb_sampled": round(peak["worker"] / 1024, 1),
         "worker_plus_sandboxes_peak_rss_mb_sampled": round(peak["tree"] / 1024, 1),
@@ -298,7 +300,8 @@ async def bench_history(env: BenchEnv) -> dict:
     details = {
         "headline": "server_history_size_bytes (the server's own count, the one its limits apply to)",
         "canonical": canonical_size,
-        "loop": loop_size | {
+        "loop": loop_size
+        | {
             "pages": len(paths),
             "page_html_bytes_min": min(page_bytes),
             "crawls": usage.crawls,
@@ -309,9 +312,17 @@ async def bench_history(env: BenchEnv) -> dict:
     }
     rows = [
         _row("canonical run history", c_kb, "KB", "< 200", c_kb < 200),
-        _row("canonical run history (protobuf / JSON)", f"{canonical_size['protobuf_bytes'] / 1024:.1f} / {canonical_size['json_bytes'] / 1024:.1f}", "KB"),
+        _row(
+            "canonical run history (protobuf / JSON)",
+            f"{canonical_size['protobuf_bytes'] / 1024:.1f} / {canonical_size['json_bytes'] / 1024:.1f}",
+            "KB",
+        ),
         _row("25-turn, 20-page loop history", l_kb, "KB", "< 1024", l_kb < 1024),
-        _row("loop history (protobuf / JSON)", f"{loop_size['protobuf_bytes'] / 1024:.1f} / {loop_size['json_bytes'] / 1024:.1f}", "KB"),
+        _row(
+            "loop history (protobuf / JSON)",
+            f"{loop_size['protobuf_bytes'] / 1024:.1f} / {loop_size['json_bytes'] / 1024:.1f}",
+            "KB",
+        ),
         _row("loop: page facts in the report", f"{LOOP_PAGES - len(missing)}/{LOOP_PAGES}", "", "20/20", not missing),
     ]
     return {"rows": rows, "details": details}

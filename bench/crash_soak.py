@@ -7,7 +7,7 @@ call, search or crawl may reach the scripted servers again.
     python -m bench.crash_soak --runs 20 --seed 42  # repeat a sequence
 
 Same machinery as ``tests/test_crash.py::test_kill_at_random_points`` (see
-``tests/harness/crash.py``): a kill lands after the k-th model request of
+``testkit/crash.py``): a kill lands after the k-th model request of
 the run (k in 1..7 of 8) plus 0-0.6 s, half of the runs wait for a plan
 review sent by update. A dev server of its own is started (SQLite file in a
 temporary folder) unless ``--address`` names one. Exit code 0 when all runs
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from client.devserver import DevServer
-from tests.harness.crash import plan_random_kill, random_kill_run
+from testkit.crash import plan_random_kill, random_kill_run
 
 
 async def soak(address: str, folder: Path, runs: int, seed: int, parallel: int) -> int:
@@ -50,12 +50,16 @@ async def soak(address: str, folder: Path, runs: int, seed: int, parallel: int) 
     repeats = sum(1 for p in done for x in p.problems or [] if x.startswith("repeated: "))
     seconds = [p.seconds for p in done if not p.problems]
     print()
-    print(f"seed {seed}: {runs - len(failed)}/{runs} runs completed after {runs} SIGKILLs; "
-          f"{repeats} completed calls repeated; "
-          f"{sum(1 for p in done if p.killed_during)} kills landed with an activity in flight")  # fmt: skip
+    print(
+        f"seed {seed}: {runs - len(failed)}/{runs} runs completed after {runs} SIGKILLs; "
+        f"{repeats} completed calls repeated; "
+        f"{sum(1 for p in done if p.killed_during)} kills landed with an activity in flight"
+    )
     if seconds:
-        print(f"run time: median {statistics.median(seconds):.1f} s, max {max(seconds):.1f} s; "
-              f"wall {time.monotonic() - began:.1f} s with {parallel} at a time")  # fmt: skip
+        print(
+            f"run time: median {statistics.median(seconds):.1f} s, max {max(seconds):.1f} s; "
+            f"wall {time.monotonic() - began:.1f} s with {parallel} at a time"
+        )
     print(f"logs: {folder}")
     return 1 if failed else 0
 

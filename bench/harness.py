@@ -22,13 +22,15 @@ from pathlib import Path
 
 from temporalio.client import Client, WorkflowHandle
 
-from activities.settings import Settings
 from bench.script import BenchScript
-from client.connection import Connection, ConnectionFailed, connect, start_research
 from client.devserver import DevServer
-from tests.harness.llm_server import ScriptedLLM
-from tests.harness.pages import PageServer
-from tests.harness.search_server import ScriptedTavily
+from client.runs import start_research
+from infra.errors import ConnectionFailed
+from infra.settings import Settings
+from infra.temporal import Connection, connect
+from testkit.llm_server import ScriptedLLM
+from testkit.pages import PageServer
+from testkit.search_server import ScriptedTavily
 from worker import build_worker
 from workflows.models import ResearchInput, ResearchResult
 
@@ -169,8 +171,12 @@ class BenchEnv:
         log = open(self.root / f"worker-{task_queue}.log", "wb")
         proc = subprocess.Popen(
             [sys.executable, "-m", module],
-            cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-        )  # fmt: skip
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+        )
         try:
             line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 60)
             if line.strip() != b"ready":

@@ -22,8 +22,8 @@ import json
 import random
 import re
 
-from tests.harness.llm_server import Reply, has_tool_result, last_user, role_of, tool_messages
-from tests.harness.pages import PageServer, article
+from testkit.llm_server import Reply, has_tool_result, last_user, role_of, tool_messages
+from testkit.pages import PageServer, article
 
 RESEARCH_STEPS = 3
 LOOP_PAGES = 20

@@ -14,8 +14,8 @@ import os
 import signal
 import sys
 
-from activities.settings import Settings
-from client.connection import Connection, connect
+from infra.settings import Settings
+from infra.temporal import Connection, connect
 from worker import build_worker
 
 

@@ -12,14 +12,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import os
-import signal
 import sys
 import threading
 import traceback
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, suppress
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from datetime import timedelta
 from pathlib import Path
 
@@ -39,26 +36,28 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.settings import ConfigError, Settings, data_dir
-from client.connection import WORKFLOW_TYPE, Connection, ConnectionFailed, connect, start_research
 from client.devserver import DevServer, DevServerError, port_open
 from client.display import (
     ProgressView,
+    event_line,
     make_console,
     print_report,
     render_plan,
     render_status,
-    event_line,
     usage_text,
 )
 from client.export import EXTENSIONS, FORMATS, format_for_path, render
-from client.tracing import flush_tracing
+from client.runs import WORKFLOW_TYPE, new_workflow_id, start_research
+from infra.errors import ConfigError, ConnectionFailed
+from infra.process import cancel_on_sigterm, exit_now, stop_on_signals
+from infra.settings import Settings, data_dir
+from infra.temporal import Connection, connect
 from workflows.models import (
-    PROGRESS_TOPIC,
-    ProgressEvent,
     PHASE_ATTRIBUTE,
+    PROGRESS_TOPIC,
     REPORT_STYLES,
     TITLE_ATTRIBUTE,
+    ProgressEvent,
     ResearchInput,
     ResearchResult,
     RunStatus,
@@ -88,21 +87,73 @@ def resource_path(value: str) -> str:
 # model's defaults, so the defaults live in one place: workflows/models.py.
 RUN_OPTIONS: tuple[tuple[str, str, dict], ...] = (
     ("--locale", "locale", {"metavar": "LOCALE", "help": "language of the report, e.g. en-US, zh-CN"}),
-    ("--max-plan-iterations", "max_plan_iterations", {"type": int, "metavar": "N", "help": "planning rounds (default 1)"}),
+    (
+        "--max-plan-iterations",
+        "max_plan_iterations",
+        {"type": int, "metavar": "N", "help": "planning rounds (default 1)"},
+    ),
     ("--max-step-num", "max_step_num", {"type": int, "metavar": "N", "help": "steps per plan (default 3)"}),
-    ("--max-search-results", "max_search_results", {"type": int, "metavar": "N", "help": "results per web search (default 3)"}),
+    (
+        "--max-search-results",
+        "max_search_results",
+        {"type": int, "metavar": "N", "help": "results per web search (default 3)"},
+    ),
     ("--auto-accept", "auto_accept_plan", {"action": "store_true", "help": "skip the human plan review"}),
-    ("--no-background-investigation", "enable_background_investigation", {"action": "store_false", "help": "no web search before planning"}),
-    ("--clarify", "enable_clarification", {"action": "store_true", "help": "let the coordinator ask clarifying questions"}),
-    ("--max-clarification-rounds", "max_clarification_rounds", {"type": int, "metavar": "N", "help": "questions it may ask (default 3)"}),
+    (
+        "--no-background-investigation",
+        "enable_background_investigation",
+        {"action": "store_false", "help": "no web search before planning"},
+    ),
+    (
+        "--clarify",
+        "enable_clarification",
+        {"action": "store_true", "help": "let the coordinator ask clarifying questions"},
+    ),
+    (
+        "--max-clarification-rounds",
+        "max_clarification_rounds",
+        {"type": int, "metavar": "N", "help": "questions it may ask (default 3)"},
+    ),
     ("--deep-thinking", "enable_deep_thinking", {"action": "store_true", "help": "plan with the reasoning model"}),
-    ("--report-style", "report_style", {"choices": REPORT_STYLES, "metavar": "STYLE", "help": f"one of {', '.join(REPORT_STYLES)} (default academic)"}),
-    ("--max-agent-turns", "agent_max_turns", {"type": int, "metavar": "N", "help": "tool-use turns per agent (default 25)"}),
-    ("--resource", "resources", {"action": "append", "type": resource_path, "metavar": "PATH", "help": "local file or folder to search (repeatable)"}),
+    (
+        "--report-style",
+        "report_style",
+        {"choices": REPORT_STYLES, "metavar": "STYLE", "help": f"one of {', '.join(REPORT_STYLES)} (default academic)"},
+    ),
+    (
+        "--max-agent-turns",
+        "agent_max_turns",
+        {"type": int, "metavar": "N", "help": "tool-use turns per agent (default 25)"},
+    ),
+    (
+        "--resource",
+        "resources",
+        {
+            "action": "append",
+            "type": resource_path,
+            "metavar": "PATH",
+            "help": "local file or folder to search (repeatable)",
+        },
+    ),
     ("--sequential", "parallel_research", {"action": "store_false", "help": "run research steps one at a time"}),
-    ("--review-timeout", "review_timeout_hours", {"type": float, "metavar": "HOURS", "help": "stop waiting for a plan review after this long (default: wait indefinitely)"}),
-    ("--on-review-timeout", "on_review_timeout", {"choices": ("accept", "end"), "help": "what a review timeout does: accept the plan or end the run (default end)"}),
-)  # fmt: skip
+    (
+        "--review-timeout",
+        "review_timeout_hours",
+        {
+            "type": float,
+            "metavar": "HOURS",
+            "help": "stop waiting for a plan review after this long (default: wait indefinitely)",
+        },
+    ),
+    (
+        "--on-review-timeout",
+        "on_review_timeout",
+        {
+            "choices": ("accept", "end"),
+            "help": "what a review timeout does: accept the plan or end the run (default end)",
+        },
+    ),
+)
 OPTION_OF_FIELD = {field: option for option, field, _ in RUN_OPTIONS}
 
 
@@ -122,9 +173,15 @@ def add_connection_options(parser: argparse.ArgumentParser, default: object) -> 
     # On the main parser (default None) and on each command (default SUPPRESS,
     # so a value given before the command is not overwritten).
     group = parser.add_argument_group("connection")
-    group.add_argument("--address", default=default, help="Temporal host:port (TEMPORAL_ADDRESS; default localhost:7233)")
-    group.add_argument("--namespace", default=default, help="Temporal namespace (TEMPORAL_NAMESPACE; default 'default')")
-    group.add_argument("--task-queue", default=default, help="task queue (DEEPRESEARCH_TASK_QUEUE; default deep-research)")
+    group.add_argument(
+        "--address", default=default, help="Temporal host:port (TEMPORAL_ADDRESS; default localhost:7233)"
+    )
+    group.add_argument(
+        "--namespace", default=default, help="Temporal namespace (TEMPORAL_NAMESPACE; default 'default')"
+    )
+    group.add_argument(
+        "--task-queue", default=default, help="task queue (DEEPRESEARCH_TASK_QUEUE; default deep-research)"
+    )
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -220,9 +277,7 @@ def research_input(args: argparse.Namespace) -> ResearchInput:
     try:
         return ResearchInput(question=question, **given)
     except ValidationError as err:
-        problems = "; ".join(
-            f"{OPTION_OF_FIELD.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in err.errors()
-        )
+        problems = "; ".join(f"{OPTION_OF_FIELD.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in err.errors())
         raise CliError(f"invalid run options: {problems}") from None
 
 
@@ -247,10 +302,6 @@ def connection(args: argparse.Namespace) -> Connection:
 
 
 # --- talking to a run ------------------------------------------------------------
-
-
-def new_workflow_id() -> str:
-    return f"research-{uuid.uuid4().hex[:8]}"
 
 
 async def query_status(handle: WorkflowHandle) -> RunStatus:
@@ -308,30 +359,6 @@ def write_file(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
-
-
-@contextmanager
-def cancel_on_sigterm() -> Iterator[None]:
-    """SIGTERM cancels like Ctrl-C does, so local servers and workers stop cleanly."""
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
-    try:
-        yield
-    finally:
-        loop.remove_signal_handler(signal.SIGTERM)
-
-
-@contextmanager
-def stop_on_signals(stop: asyncio.Event) -> Iterator[None]:
-    """Ctrl-C and SIGTERM set ``stop`` instead of interrupting."""
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        yield
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
 
 
 # --- the interactive run -----------------------------------------------------------
@@ -723,14 +750,7 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    code = dispatch(build_parser().parse_args(argv))
-    flush_tracing()  # os._exit below would drop spans still waiting for export
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except OSError:  # e.g. the reader of a pipe went away
-            pass
-    os._exit(code)
+    exit_now(dispatch(build_parser().parse_args(argv)))
 
 
 if __name__ == "__main__":

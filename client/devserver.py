@@ -18,10 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workflows.models import PHASE_ATTRIBUTE, TITLE_ATTRIBUTE
-
-# Registered at start so the Temporal UI can list and filter runs by them.
-SEARCH_ATTRIBUTES = {PHASE_ATTRIBUTE.name: "Keyword", TITLE_ATTRIBUTE.name: "Text"}
+from infra.search_attributes import SEARCH_ATTRIBUTES
 
 # The dev server runs a single history shard, and each shard reads its task
 # queues at most 20 times a second by default. A run whose steps follow one
@@ -89,16 +86,24 @@ class DevServer:
 
     def command(self) -> list[str]:
         cmd = [
-            temporal_binary(), "server", "start-dev",
-            "--ip", self.ip,
-            "--port", str(self.port),
-            "--db-filename", str(self.db_file),
-            "--log-level", "warn",
+            temporal_binary(),
+            "server",
+            "start-dev",
+            "--ip",
+            self.ip,
+            "--port",
+            str(self.port),
+            "--db-filename",
+            str(self.db_file),
+            "--log-level",
+            "warn",
             # WAL: history writes no longer wait on a full fsync of the database
             # (about half the per-activity latency of the dev server).
-            "--sqlite-pragma", "journal_mode=wal",
-            "--sqlite-pragma", "synchronous=normal",
-        ]  # fmt: skip
+            "--sqlite-pragma",
+            "journal_mode=wal",
+            "--sqlite-pragma",
+            "synchronous=normal",
+        ]
         for key, value in QUEUE_READ_RATE.items():
             cmd += ["--dynamic-config-value", f"{key}={value}"]
         if self.ui_port:
@@ -135,8 +140,9 @@ class DevServer:
         """The frontend answers health checks (it opens its port a little earlier)."""
         check = subprocess.run(
             [temporal_binary(), "operator", "cluster", "health", "--address", self.address],
-            capture_output=True, timeout=10,
-        )  # fmt: skip
+            capture_output=True,
+            timeout=10,
+        )
         return check.returncode == 0
 
     def stop(self, timeout: float = 15.0) -> None:

@@ -60,9 +60,7 @@ def render_status(status: RunStatus, workflow_id: str | None = None) -> Renderab
         table = Table(show_header=False, box=None, padding=(0, 1))
         for number, step in enumerate(status.steps, 1):
             mark, style = STEP_MARKS.get(step.status, ("?", ""))
-            table.add_row(
-                Text(mark, style=style), f"{number}.", Text(step.step_type, style="cyan"), Text(step.title)
-            )
+            table.add_row(Text(mark, style=style), f"{number}.", Text(step.step_type, style="cyan"), Text(step.title))
         parts.append(table)
     facts = Text(f"plan iterations: {status.plan_iterations}", style="dim")
     if status.review_pending:
@@ -165,7 +163,6 @@ class ProgressView:
         finally:
             if self.live:
                 self.live.start()
-
 
 
 def make_console() -> Console:

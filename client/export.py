@@ -152,9 +152,7 @@ def _sources(citations: list[Citation]) -> str:
     if not items:
         return ""
     return (
-        '<section class="sources" id="sources">\n<h2>Sources</h2>\n<ol>\n'
-        + "\n".join(items)
-        + "\n</ol>\n</section>\n"
+        '<section class="sources" id="sources">\n<h2>Sources</h2>\n<ol>\n' + "\n".join(items) + "\n</ol>\n</section>\n"
     )
 
 

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from activities.settings import Settings
-from client.connection import Connection, connect
 from client.devserver import DevServer
-from tests.harness.crash import worker_env as worker_environment
-from tests.harness.llm_server import ScriptedLLM
-from tests.harness.pages import PageServer, article
-from tests.harness.research_script import FACT, ResearchScript
-from tests.harness.search_server import ScriptedTavily
+from infra.settings import Settings
+from infra.temporal import Connection, connect
+from testkit.crash import worker_env as worker_environment
+from testkit.llm_server import ScriptedLLM
+from testkit.pages import PageServer, article
+from testkit.research_script import FACT, ResearchScript
+from testkit.search_server import ScriptedTavily
 from worker import build_worker
 
 
@@ -64,9 +64,13 @@ def worker_env(
     llm: ScriptedLLM, tavily: ScriptedTavily, data_dir: Path, dev_server: DevServer, task_queue: str
 ) -> dict[str, str]:
     return worker_environment(
-        dict(os.environ), llm=llm, tavily=tavily, data_dir=data_dir,
-        address=dev_server.address, task_queue=task_queue,
-    )  # fmt: skip
+        dict(os.environ),
+        llm=llm,
+        tavily=tavily,
+        data_dir=data_dir,
+        address=dev_server.address,
+        task_queue=task_queue,
+    )
 
 
 @pytest.fixture

@@ -15,11 +15,11 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
-from tests.harness.crash import Gate
-from tests.harness.faults import Override, tool_protocol_problems
-from tests.harness.llm_server import Reply, tool_messages
-from tests.harness.research_script import EXPECTED_SUM, FACT
-from tests.harness.runs import start, wait_for_phase
+from testkit.crash import Gate
+from testkit.faults import Override, tool_protocol_problems
+from testkit.llm_server import Reply, tool_messages
+from testkit.research_script import EXPECTED_SUM, FACT
+from testkit.runs import start, wait_for_phase
 from workflows.models import ResearchInput, RunStatus
 
 QUESTION = "Tell me about Lantern Rock"
@@ -142,9 +142,7 @@ def test_invalid_run_settings_are_refused_by_the_client(options, field):
     ids=["empty-question", "steps-1000"],
 )
 def test_cli_start_refuses_invalid_settings_with_one_error_line(args, mentions, worker_env):
-    done = subprocess.run(
-        [str(CLI), "start", *args], env=worker_env, capture_output=True, text=True, timeout=60
-    )
+    done = subprocess.run([str(CLI), "start", *args], env=worker_env, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
@@ -193,7 +191,9 @@ async def test_plan_with_no_steps_twice_ends_as_plan_failed(temporal_client, tas
 
 
 async def test_plan_with_1000_steps_runs_only_max_step_num(temporal_client, task_queue, worker, llm, script):
-    script.steps = [("Find the lighthouse fact", "research")] + [(f"Analyse aspect {i}", "analysis") for i in range(999)]
+    script.steps = [("Find the lighthouse fact", "research")] + [
+        (f"Analyse aspect {i}", "analysis") for i in range(999)
+    ]
     handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True, max_step_num=3)
     result = await handle.result()
     assert result.status == "completed"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from client.devserver import port_open, temporal_binary
-from tests.harness.research_script import EXPECTED_SUM, FACT
-from tests.harness.worker_process import WorkerProcess
+from testkit.research_script import EXPECTED_SUM, FACT
+from testkit.worker_process import WorkerProcess
 
 BIN = Path(sys.executable).parent
 QUESTION = "Tell me about the Lantern Rock lighthouse"
@@ -94,10 +94,23 @@ def test_stock_temporal_cli_signal_reviews_the_plan(env, worker_process, dev_ser
 
     def signal(text):
         subprocess.run(
-            [temporal_binary(), "workflow", "signal", "--address", dev_server.address,
-             "--workflow-id", run_id, "--name", "review", "--input", json.dumps(text)],
-            check=True, capture_output=True, timeout=30,
-        )  # fmt: skip
+            [
+                temporal_binary(),
+                "workflow",
+                "signal",
+                "--address",
+                dev_server.address,
+                "--workflow-id",
+                run_id,
+                "--name",
+                "review",
+                "--input",
+                json.dumps(text),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
 
     signal("not a review")  # ignored: the run keeps waiting
     time.sleep(1)

@@ -42,22 +42,32 @@ def test_every_run_option_maps_to_its_input_field(command, tmp_path, monkeypatch
     (tmp_path / "notes.md").write_text("local notes")
     (tmp_path / "docs").mkdir()
     args = parse(
-        command, " What is Temporal? ",
-        "--locale", "zh-CN",
-        "--max-plan-iterations", "2",
-        "--max-step-num", "5",
-        "--max-search-results", "7",
+        command,
+        " What is Temporal? ",
+        "--locale",
+        "zh-CN",
+        "--max-plan-iterations",
+        "2",
+        "--max-step-num",
+        "5",
+        "--max-search-results",
+        "7",
         "--auto-accept",
         "--no-background-investigation",
         "--clarify",
-        "--max-clarification-rounds", "2",
+        "--max-clarification-rounds",
+        "2",
         "--deep-thinking",
-        "--report-style", "news",
-        "--max-agent-turns", "9",
-        "--resource", "notes.md",
-        "--resource", "docs",
+        "--report-style",
+        "news",
+        "--max-agent-turns",
+        "9",
+        "--resource",
+        "notes.md",
+        "--resource",
+        "docs",
         "--sequential",
-    )  # fmt: skip
+    )
     assert research_input(args) == ResearchInput(
         question="What is Temporal?",
         locale="zh-CN",
@@ -182,9 +192,7 @@ def test_status_changes_are_one_line_each():
 def run_cli(*argv: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DEEPRESEARCH_"))}
     env["DEEPRESEARCH_DATA_DIR"] = str(tmp_path)
-    return subprocess.run(
-        [str(DEEPRESEARCH), *argv], capture_output=True, text=True, env=env, timeout=60
-    )
+    return subprocess.run([str(DEEPRESEARCH), *argv], capture_output=True, text=True, env=env, timeout=60)
 
 
 def test_unreachable_server_is_one_error_line(tmp_path):

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
-from activities.settings import Settings
-from client.connection import Connection, connect
 from client.devserver import DevServer
-from tests.harness.research_script import EXPECTED_SUM, FACT
-from tests.harness.runs import keep_history, start
+from infra.settings import Settings
+from infra.temporal import Connection, connect
+from testkit.research_script import EXPECTED_SUM, FACT
+from testkit.runs import keep_history, start
 from worker import build_worker
 from workflows.models import ProgressEvent
 
@@ -34,11 +34,17 @@ async def test_run_continues_as_new_between_iterations(eager_server, data_dir, w
     settings = Settings.from_env(worker_env)
     worker, sandbox = build_worker(client, settings, task_queue, max_cached_workflows=0)
     async with worker:
-        handle = await start(client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True, max_plan_iterations=3)
+        handle = await start(
+            client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True, max_plan_iterations=3
+        )
         first_run = handle.result_run_id
         result = await handle.result()  # follows the chain of runs
-        events = [i.data async for i in WorkflowStreamClient.create(client, handle.id).subscribe(
-            "progress", result_type=ProgressEvent)]  # fmt: skip  (a worker answers for closed runs)
+        events = [
+            i.data
+            async for i in WorkflowStreamClient.create(client, handle.id).subscribe(
+                "progress", result_type=ProgressEvent
+            )
+        ]  # a worker answers for closed runs
     await sandbox.close_all()
 
     assert result.status == "completed" and result.plan_iterations == 3
@@ -59,7 +65,9 @@ async def test_long_plan_continues_as_new_between_steps(eager_server, data_dir, 
     settings = Settings.from_env(worker_env)
     worker, sandbox = build_worker(client, settings, task_queue, max_cached_workflows=0)
     async with worker:
-        handle = await start(client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True, max_plan_iterations=1)
+        handle = await start(
+            client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True, max_plan_iterations=1
+        )
         first_run = client.get_workflow_handle(handle.id, run_id=handle.result_run_id)
         result = await handle.result()
         first_history = await first_run.fetch_history()

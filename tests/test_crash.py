@@ -1,7 +1,7 @@
 """Crash tests: the real worker runs as a separate process (``python
 worker.py``) and is killed with SIGKILL mid-run; a new worker process
 finishes the run. Each run has its own scripted model, Tavily and page
-servers, data dir, task queue and worker (``tests/harness/crash.py``), so
+servers, data dir, task queue and worker (``testkit/crash.py``), so
 the scenarios of one test run side by side.
 
 Every crashed run must complete with status "completed", its report must
@@ -50,13 +50,13 @@ from temporalio.api.history.v1 import (
 from temporalio.client import WorkflowHistory
 
 from client.devserver import DevServer
-from tests.harness.runs import keep_history
-from tests.harness.crash import (
+from testkit.crash import (
     CrashRun,
     plan_random_kill,
     random_kill_run,
     repeated_calls,
 )
+from testkit.runs import keep_history
 
 # --- the repeat detector itself ---------------------------------------------------
 
@@ -75,34 +75,38 @@ def _history(workflow_id: str, acts: list[tuple[str, str, dict, float, float | N
         sched_id = next_id
         events.append(
             HistoryEvent(
-                event_id=sched_id, event_time=_at(scheduled),
+                event_id=sched_id,
+                event_time=_at(scheduled),
                 event_type=EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
                 activity_task_scheduled_event_attributes=ActivityTaskScheduledEventAttributes(
-                    activity_id=activity_id, activity_type=ActivityType(name=name),
+                    activity_id=activity_id,
+                    activity_type=ActivityType(name=name),
                     input=Payloads(payloads=[payload]),
                 ),
             )
-        )  # fmt: skip
+        )
         next_id += 1
         if completed is not None:
             events.append(
                 HistoryEvent(
-                    event_id=next_id, event_time=_at(completed),
+                    event_id=next_id,
+                    event_time=_at(completed),
                     event_type=EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED,
                     activity_task_started_event_attributes=ActivityTaskStartedEventAttributes(
                         scheduled_event_id=sched_id, attempt=1
                     ),
                 )
-            )  # fmt: skip
+            )
             events.append(
                 HistoryEvent(
-                    event_id=next_id + 1, event_time=_at(completed),
+                    event_id=next_id + 1,
+                    event_time=_at(completed),
                     event_type=EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
                     activity_task_completed_event_attributes=ActivityTaskCompletedEventAttributes(
                         scheduled_event_id=sched_id
                     ),
                 )
-            )  # fmt: skip
+            )
             next_id += 2
     return WorkflowHistory(workflow_id, events)
 
@@ -153,8 +157,13 @@ def test_repeated_calls_flags_work_done_again_after_its_activity_completed():
     assert found[3].startswith("crawl '/lighthouse' requested at 15.500")
 
     # A second activity for the same query still in flight makes the request its own.
-    busy = _history(wf, [("2", "web_search", {"query": "lighthouse fact"}, 12.0, 13.0),
-                         ("5", "web_search", {"query": "lighthouse fact"}, 13.2, 14.0)])  # fmt: skip
+    busy = _history(
+        wf,
+        [
+            ("2", "web_search", {"query": "lighthouse fact"}, 12.0, 13.0),
+            ("5", "web_search", {"query": "lighthouse fact"}, 13.2, 14.0),
+        ],
+    )
     empty = SimpleNamespace(requests=[], netloc="", timed_hits=[])
     assert repeated_calls(busy, empty, tavily, empty) == []
 

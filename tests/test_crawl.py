@@ -16,7 +16,7 @@ import activities.crawl as crawl_module
 from activities.blobs import FileBlobStore
 from activities.crawl import CrawlActivities
 from activities.url_guard import UnsafeURL, check_url
-from tests.harness.pages import PageServer, article
+from testkit.pages import PageServer, article
 from workflows.models import CrawlRequest
 
 FACT = "The Okavango survey counted 4,217 zebras crossing the Boteti river on 3 August."
@@ -301,7 +301,9 @@ async def test_guard_refuses_bad_urls(url, allow_private):
         await check_url(url, allow_private=allow_private)
 
 
-@pytest.mark.parametrize("url", ["http://93.184.216.34/", "HTTPS://8.8.8.8:443/q?x=1", "https://[2606:4700:4700::1111]/"])
+@pytest.mark.parametrize(
+    "url", ["http://93.184.216.34/", "HTTPS://8.8.8.8:443/q?x=1", "https://[2606:4700:4700::1111]/"]
+)
 async def test_guard_allows_public_addresses(url):
     await check_url(url, allow_private=False)
 
@@ -318,8 +320,7 @@ def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
     n = len(pages)
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [%s] /Count %d >>"
-        % (b" ".join(b"%d 0 R" % (5 + 2 * i) for i in range(n)), n),
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % (5 + 2 * i) for i in range(n)), n),
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
         b"<< /Title (%s) /Producer (tests) >>" % escape(title or "").encode("latin-1"),
     ]
@@ -383,9 +384,7 @@ def test_pdf_page_limit():
 
 
 def test_pdf_text_limit():
-    _, markdown = crawl_module.pdf_to_markdown(
-        make_pdf([["x" * 80] * 10] * 10), "test", max_chars=1000
-    )
+    _, markdown = crawl_module.pdf_to_markdown(make_pdf([["x" * 80] * 10] * 10), "test", max_chars=1000)
     assert markdown.count("x") <= 1000
     assert "text limit" in markdown
 

@@ -26,26 +26,20 @@ import yaml
 
 from activities.blobs import BlobNotFound, FileBlobStore, S3BlobStore
 from activities.local_docs import LocalDocsActivities
-from activities.settings import ROLES, Settings
-from client.connection import (
-    PAYLOAD_BUCKET_ENV,
-    S3_DRIVER_NAME,
-    Connection,
-    ConnectionFailed,
-    PayloadStorageError,
-    S3Config,
-    check_payload_storage,
-    connect,
-    data_converter,
-)
 from client.devserver import (
     QUEUE_READ_RATE,
-    SEARCH_ATTRIBUTES,
     DevServer,
     free_port,
     port_open,
 )
-from client.tracing import tracing_enabled
+from infra.converter import S3_DRIVER_NAME, data_converter
+from infra.errors import ConnectionFailed, PayloadStorageError
+from infra.payload_storage import check_payload_storage
+from infra.s3 import PAYLOAD_BUCKET_ENV, S3Config
+from infra.search_attributes import SEARCH_ATTRIBUTES
+from infra.settings import ROLES, Settings
+from infra.temporal import Connection, connect
+from infra.tracing import tracing_enabled
 from worker import blob_store, build_worker, shared_indexes, worker_options
 from workflows.models import IndexRequest, LocalSearchRequest
 
@@ -56,10 +50,8 @@ WORKER = SERVICES["worker"]
 # Worker-side code: everything that runs in the worker process.
 WORKER_CODE = [
     ROOT / "worker.py",
-    ROOT / "client" / "connection.py",
-    ROOT / "client" / "tracing.py",
-    ROOT / "client" / "payload_storage.py",
-    *sorted((ROOT / "activities").glob("*.py")),
+    *sorted((ROOT / "infra").glob("*.py")),
+    *sorted((ROOT / "activities").rglob("*.py")),
 ]
 ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}")
@@ -108,9 +100,15 @@ def read_by_code(name: str, names: set[str], prefixes: set[str]) -> bool:
 
 def test_compose_has_the_cluster_services():
     assert set(SERVICES) == {
-        "postgresql", "temporal-schema", "temporal", "temporal-admin-tools", "temporal-ui",
-        "minio", "minio-setup", "worker",
-    }  # fmt: skip
+        "postgresql",
+        "temporal-schema",
+        "temporal",
+        "temporal-admin-tools",
+        "temporal-ui",
+        "minio",
+        "minio-setup",
+        "worker",
+    }
     assert SERVICES["postgresql"]["image"] == "postgres:16"
     assert SERVICES["temporal"]["image"].startswith("temporalio/server:")
     assert SERVICES["temporal-ui"]["image"].startswith("temporalio/ui:")
@@ -241,7 +239,10 @@ def test_ui_and_minio_setup():
     assert service_env("temporal-ui")["TEMPORAL_ADDRESS"] == "temporal:7233"
     minio = service_env("minio")
     setup = service_env("minio-setup")
-    assert (setup["MINIO_ROOT_USER"], setup["MINIO_ROOT_PASSWORD"]) == (minio["MINIO_ROOT_USER"], minio["MINIO_ROOT_PASSWORD"])
+    assert (setup["MINIO_ROOT_USER"], setup["MINIO_ROOT_PASSWORD"]) == (
+        minio["MINIO_ROOT_USER"],
+        minio["MINIO_ROOT_PASSWORD"],
+    )
     command = " ".join(SERVICES["minio-setup"]["command"])
     assert "http://minio:9000" in command and "mc mb --ignore-existing" in command
     # The bucket the setup job creates is the one the workers use.
@@ -253,9 +254,16 @@ def test_ui_and_minio_setup():
 def test_worker_environment_is_what_the_code_reads():
     names, prefixes = names_read_by_code()
     # The scan sees the variables we know the worker reads.
-    for known in ("OPENAI_API_KEY", "TAVILY_API_KEY", "DEEPRESEARCH_DATA_DIR", "TEMPORAL_ADDRESS",
-                  PAYLOAD_BUCKET_ENV, "AWS_ENDPOINT_URL", "DEEPRESEARCH_ACTIVITIES_PER_SECOND",
-                  "OTEL_EXPORTER_OTLP_ENDPOINT"):  # fmt: skip
+    for known in (
+        "OPENAI_API_KEY",
+        "TAVILY_API_KEY",
+        "DEEPRESEARCH_DATA_DIR",
+        "TEMPORAL_ADDRESS",
+        PAYLOAD_BUCKET_ENV,
+        "AWS_ENDPOINT_URL",
+        "DEEPRESEARCH_ACTIVITIES_PER_SECOND",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+    ):
         assert read_by_code(known, names, prefixes), known
     assert read_by_code("DEEPRESEARCH_MODEL_PLANNER", names, prefixes)
     assert not read_by_code("DEEPRESEARCH_MODEL_WIZARD", names, prefixes)
@@ -271,9 +279,17 @@ def test_worker_environment_is_what_the_code_reads():
                 ("AWS_SECRET_ACCESS_KEY", "MINIO_ROOT_PASSWORD"),
             }, f"{name} takes ${referenced}"
     # The main settings are passed through from the host.
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DEEPRESEARCH_MODEL", "TAVILY_API_KEY",
-                 "DEEPRESEARCH_SEARCH_ENGINE", "E2B_API_KEY", "DEEPRESEARCH_SANDBOX",
-                 "DEEPRESEARCH_MAX_CONCURRENT_ACTIVITIES", "DEEPRESEARCH_ACTIVITIES_PER_SECOND"):  # fmt: skip
+    for name in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "DEEPRESEARCH_MODEL",
+        "TAVILY_API_KEY",
+        "DEEPRESEARCH_SEARCH_ENGINE",
+        "E2B_API_KEY",
+        "DEEPRESEARCH_SANDBOX",
+        "DEEPRESEARCH_MAX_CONCURRENT_ACTIVITIES",
+        "DEEPRESEARCH_ACTIVITIES_PER_SECOND",
+    ):
         assert str(raw[name]).startswith(f"${{{name}:-"), name
 
 
@@ -303,9 +319,16 @@ def test_worker_environment_gives_a_working_configuration():
     assert grace > 30, "docker must wait longer than the worker's own grace period"
     assert not tracing_enabled(env)  # off unless the host asks for it
     assert tracing_enabled(service_env("worker", host | {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel:4318"}))
-    limits = worker_options(service_env("worker", host | {
-        "DEEPRESEARCH_MAX_CONCURRENT_ACTIVITIES": "8", "DEEPRESEARCH_ACTIVITIES_PER_SECOND": "2.5",
-    }))  # fmt: skip
+    limits = worker_options(
+        service_env(
+            "worker",
+            host
+            | {
+                "DEEPRESEARCH_MAX_CONCURRENT_ACTIVITIES": "8",
+                "DEEPRESEARCH_ACTIVITIES_PER_SECOND": "2.5",
+            },
+        )
+    )
     assert limits["max_concurrent_activities"] == 8 and limits["max_activities_per_second"] == 2.5
 
 
@@ -349,11 +372,21 @@ def test_pyproject_extras():
 def test_deploy_doc_matches_the_compose_file():
     doc = (ROOT / "docs" / "deploy.md").read_text()
     assert "docker compose up" in doc
-    for needed in ("http://localhost:8080", "localhost:7233", "--scale worker=", PAYLOAD_BUCKET_ENV,
-                   "DEEPRESEARCH_MAX_CONCURRENT_ACTIVITIES", "DEEPRESEARCH_ACTIVITIES_PER_SECOND",
-                   "max_task_queue_activities_per_second", "max_concurrent_activities",
-                   "TEMPORAL_API_KEY", "TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_KEY_PATH",
-                   "OTEL_EXPORTER_OTLP_ENDPOINT", "research-data"):  # fmt: skip
+    for needed in (
+        "http://localhost:8080",
+        "localhost:7233",
+        "--scale worker=",
+        PAYLOAD_BUCKET_ENV,
+        "DEEPRESEARCH_MAX_CONCURRENT_ACTIVITIES",
+        "DEEPRESEARCH_ACTIVITIES_PER_SECOND",
+        "max_task_queue_activities_per_second",
+        "max_concurrent_activities",
+        "TEMPORAL_API_KEY",
+        "TEMPORAL_TLS_CLIENT_CERT_PATH",
+        "TEMPORAL_TLS_CLIENT_KEY_PATH",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "research-data",
+    ):
         assert needed in doc, needed
 
 
@@ -383,11 +416,13 @@ async def connect_when_ready(conn: Connection):
 
 def test_temporal_cloud_settings_from_standard_variables(tmp_path):
     assert Connection.from_env({}).connect_options() == {}
-    cloud = Connection.from_env({
-        "TEMPORAL_ADDRESS": "eu-west-1.aws.api.temporal.io:7233",
-        "TEMPORAL_NAMESPACE": "research.a1b2c",
-        "TEMPORAL_API_KEY": "key-123",
-    })  # fmt: skip
+    cloud = Connection.from_env(
+        {
+            "TEMPORAL_ADDRESS": "eu-west-1.aws.api.temporal.io:7233",
+            "TEMPORAL_NAMESPACE": "research.a1b2c",
+            "TEMPORAL_API_KEY": "key-123",
+        }
+    )
     assert cloud.connect_options() == {"api_key": "key-123", "tls": True}
     assert "key-123" not in repr(cloud)
 
@@ -407,8 +442,14 @@ def test_temporal_cloud_settings_from_standard_variables(tmp_path):
 async def test_connect_passes_api_key_and_tls_to_the_client(dev_server, data_dir):
     """connect() hands the API key and TLS choice to the SDK client (the dev
     server ignores the key; TEMPORAL_TLS=false keeps plain gRPC for it)."""
-    conn = Connection.from_env({"TEMPORAL_API_KEY": "key-123", "TEMPORAL_TLS": "false",
-                                "TEMPORAL_ADDRESS": dev_server.address, "DEEPRESEARCH_DATA_DIR": str(data_dir)})  # fmt: skip
+    conn = Connection.from_env(
+        {
+            "TEMPORAL_API_KEY": "key-123",
+            "TEMPORAL_TLS": "false",
+            "TEMPORAL_ADDRESS": dev_server.address,
+            "DEEPRESEARCH_DATA_DIR": str(data_dir),
+        }
+    )
     client = await connect_when_ready(conn)
     assert client.service_client.config.api_key == "key-123"
     assert client.service_client.config.tls is False
@@ -453,8 +494,13 @@ def make_bucket(endpoint: str) -> str:
     import boto3
 
     bucket = f"payloads-{uuid.uuid4().hex[:8]}"
-    s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
-                      aws_secret_access_key="testing", region_name="us-east-1")  # fmt: skip
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
     s3.create_bucket(Bucket=bucket)
     return bucket
 
@@ -462,8 +508,13 @@ def make_bucket(endpoint: str) -> str:
 def bucket_keys(endpoint: str, bucket: str) -> list[str]:
     import boto3
 
-    s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
-                      aws_secret_access_key="testing", region_name="us-east-1")  # fmt: skip
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
     return [item["Key"] for item in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
 
 
@@ -476,7 +527,10 @@ def test_driver_selection_and_names(tmp_path, s3_server):
     assert [d.name() for d in with_s3.external_storage.drivers] == [S3_DRIVER_NAME, "deepresearch-file"]
     assert S3_DRIVER_NAME == "deepresearch-s3"
     # One shared S3 client per configuration, whichever converter asks.
-    assert data_converter(tmp_path / "other", env).external_storage.drivers[0]._client is with_s3.external_storage.drivers[0]._client
+    assert (
+        data_converter(tmp_path / "other", env).external_storage.drivers[0]._client
+        is with_s3.external_storage.drivers[0]._client
+    )
 
 
 async def test_large_payload_round_trips_through_s3_between_machines(tmp_path, s3_server):
@@ -564,12 +618,12 @@ async def test_connect_refuses_a_missing_bucket(dev_server, tmp_path, s3_server,
 
 
 def test_s3_without_the_extra_says_what_to_install(tmp_path, monkeypatch):
-    import client.connection as connection
+    import infra.s3 as s3
 
-    real = connection.importlib.util.find_spec
-    monkeypatch.setattr(connection.importlib.util, "find_spec", lambda name, *a: None if name == "aioboto3" else real(name, *a))
-    monkeypatch.setattr(connection, "_S3_CLIENTS", {})
-    with pytest.raises(connection.ConfigError, match=r"deepresearch-temporal\[s3\]"):
+    real = s3.importlib.util.find_spec
+    monkeypatch.setattr(s3.importlib.util, "find_spec", lambda name, *a: None if name == "aioboto3" else real(name, *a))
+    monkeypatch.setattr(s3, "_S3_CLIENTS", {})
+    with pytest.raises(s3.ConfigError, match=r"deepresearch-temporal\[s3\]"):
         data_converter(tmp_path, {PAYLOAD_BUCKET_ENV: "b"})
 
 
@@ -578,8 +632,8 @@ async def test_run_passes_large_payloads_from_worker_to_client_through_s3(
 ):
     """A worker and a client on separate data dirs (separate machines) share
     a run whose report is above the threshold: it travels through the bucket."""
-    from tests.harness.research_script import FACT
-    from tests.harness.runs import start
+    from testkit.research_script import FACT
+    from testkit.runs import start
 
     bucket = make_bucket(s3_server)
     for key, value in s3_env(s3_server, bucket).items():

@@ -16,7 +16,7 @@ from workflows.models import Citation, Plan, ResearchResult, Step, Usage
 
 CITATIONS = [
     Citation(title="Temporal docs: Workflows", url="https://docs.temporal.io/workflows"),
-    Citation(title="DeerFlow & friends <GitHub>", url="https://github.com/bytedance/deer-flow?tab=readme&x=\"1\""),
+    Citation(title="DeerFlow & friends <GitHub>", url='https://github.com/bytedance/deer-flow?tab=readme&x="1"'),
     Citation(title="Local notes", url="file:///home/me/notes.md"),
 ]
 EVIL_CITATION = Citation(title="Click me", url="javascript:alert(document.cookie)")
@@ -246,7 +246,9 @@ def test_title_falls_back_without_a_heading():
     assert not [e for e in page.all("section") if e.attrs.get("id") == "sources"]
 
 
-@pytest.mark.parametrize(("locale", "lang"), [("en-US", "en-US"), ("zh_CN", "zh-CN"), ('x" onload="y', "xonloady"), ("", "en")])
+@pytest.mark.parametrize(
+    ("locale", "lang"), [("en-US", "en-US"), ("zh_CN", "zh-CN"), ('x" onload="y', "xonloady"), ("", "en")]
+)
 def test_lang_is_a_clean_language_tag(locale, lang):
     page = parse(render(make_result(locale=locale), "html"))
     assert page.one("html").attrs == {"lang": lang}

@@ -12,10 +12,10 @@ import time
 import pytest
 from temporalio.client import WorkflowFailureError
 
-from tests.harness.faults import Override, RawLLM, closed_port, cut_off_response
-from tests.harness.llm_server import Reply, tool_messages
-from tests.harness.research_script import EXPECTED_SUM, FACT
-from tests.harness.runs import start
+from testkit.faults import Override, RawLLM, closed_port, cut_off_response
+from testkit.llm_server import Reply, tool_messages
+from testkit.research_script import EXPECTED_SUM, FACT
+from testkit.runs import start
 from workflows.models import RunStatus
 
 QUESTION = "Tell me about Lantern Rock"
@@ -107,9 +107,7 @@ async def test_retry_after_is_honoured(temporal_client, task_queue, worker, llm)
     assert retry["_time"] - first["_time"] < 2.5
 
 
-async def test_bad_api_key_fails_the_run_fast_with_one_clear_message(
-    temporal_client, task_queue, research_worker, llm
-):
+async def test_bad_api_key_fails_the_run_fast_with_one_clear_message(temporal_client, task_queue, research_worker, llm):
     async with research_worker(OPENAI_API_KEY="sk-wrong-key-123"):
         began = time.monotonic()
         handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
@@ -195,7 +193,9 @@ async def test_crawl_target_down_gives_a_tool_error_and_the_run_goes_on(
         url = pages.url("/lighthouse")
     else:
         url = f"http://127.0.0.1:{closed_port()}/lighthouse"
-        tavily.handler = lambda query, n: [{"title": "Lantern Rock", "url": url, "content": "A lighthouse.", "score": 0.9}]
+        tavily.handler = lambda query, n: [
+            {"title": "Lantern Rock", "url": url, "content": "A lighthouse.", "score": 0.9}
+        ]
     handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
     async with asyncio.timeout(90):
         result = await handle.result()

@@ -12,7 +12,7 @@ from openai import AsyncOpenAI
 from tavily import AsyncTavilyClient
 from tavily.errors import InvalidAPIKeyError
 
-from tests.harness.llm_server import (
+from testkit.llm_server import (
     Reply,
     ScriptedLLM,
     all_text,
@@ -22,7 +22,7 @@ from tests.harness.llm_server import (
     tool_messages,
     tool_names,
 )
-from tests.harness.search_server import ScriptedTavily
+from testkit.search_server import ScriptedTavily
 
 PLANNER = {"role": "system", "content": "You are the planner of a deep-research team.\nPlan well."}
 TOOLS = [{"type": "function", "function": {"name": "web_search", "parameters": {"type": "object"}}}]
@@ -129,8 +129,7 @@ async def test_streaming(llm: ScriptedLLM):
 
 async def test_tavily_search(tavily: ScriptedTavily):
     tavily.handler = lambda query, n: [
-        {"title": f"{query} {i}", "url": f"http://127.0.0.1/{i}", "content": "text", "score": 0.5}
-        for i in range(5)
+        {"title": f"{query} {i}", "url": f"http://127.0.0.1/{i}", "content": "text", "score": 0.5} for i in range(5)
     ]
     async with AsyncTavilyClient(api_key="test-tavily-key", api_base_url=tavily.base_url) as client:
         response = await client.search("q", max_results=2)

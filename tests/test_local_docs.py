@@ -84,17 +84,18 @@ def test_sections_of_each_kind(index, corpus):
 @pytest.mark.parametrize(
     ("query", "file", "section", "slug", "fact"),
     [
-        ("When was the lighthouse first lit?", "lighthouse-handbook.md", "History", "history",
-         "12 October 1871"),
-        ("Fresnel lens range nautical miles", "lighthouse-handbook.md", "Lamp and optics",
-         "lamp-and-optics", "23 nautical miles"),
-        ("How far did the Skarfjall glacier retreat", "field-notes.txt", "Part 1", "part-1",
-         "312 metres"),
-        ("depth of the proglacial lake sonar", "field-notes.txt", "Part 2", "part-2",
-         "27 metres"),
+        ("When was the lighthouse first lit?", "lighthouse-handbook.md", "History", "history", "12 October 1871"),
+        (
+            "Fresnel lens range nautical miles",
+            "lighthouse-handbook.md",
+            "Lamp and optics",
+            "lamp-and-optics",
+            "23 nautical miles",
+        ),
+        ("How far did the Skarfjall glacier retreat", "field-notes.txt", "Part 1", "part-1", "312 metres"),
+        ("depth of the proglacial lake sonar", "field-notes.txt", "Part 2", "part-2", "27 metres"),
         ("rye dough hydration", "rye-sourdough.html", "The dough", "the-dough", "78 percent"),
-        ("Halvorsen turbine peak output megawatts", "turbine-report.pdf", "Page 2", "page-2",
-         "4.7 megawatts"),
+        ("Halvorsen turbine peak output megawatts", "turbine-report.pdf", "Page 2", "page-2", "4.7 megawatts"),
     ],
 )
 def test_search_finds_file_and_section(index, corpus, query, file, section, slug, fact):
@@ -199,9 +200,7 @@ def test_problems_are_reported_not_fatal(tmp_path, corpus):
     unsupported = tmp_path / "slides.pptx"
     unsupported.write_bytes(b"PK\x03\x04")
     missing = tmp_path / "no-such-folder"
-    report = LocalIndex(tmp_path / "index.sqlite").index(
-        [str(corpus), str(missing), str(unsupported)]
-    )
+    report = LocalIndex(tmp_path / "index.sqlite").index([str(corpus), str(missing), str(unsupported)])
     assert report.indexed == 4
     assert report.ignored == 1
     problems = "\n".join(report.problems)

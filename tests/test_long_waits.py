@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from activities.settings import Settings
-from client.connection import data_converter
-from tests.harness.research_script import FACT
+from infra.converter import data_converter
+from infra.settings import Settings
+from testkit.research_script import FACT
 from worker import build_worker
 from workflows.models import ResearchInput, ResearchResult, RunStatus
 

@@ -1,5 +1,5 @@
 """MCP tools: configuration, and the two activities against a real MCP server
-(tests/harness/mcp_echo_server.py) over stdio and streamable HTTP.
+(testkit/mcp_echo_server.py) over stdio and streamable HTTP.
 
 The activities are called directly here; the end-to-end run through the
 workflow lives with the workflow tests."""
@@ -26,10 +26,10 @@ from activities.mcp_tools import (
     public_name,
     split_name,
 )
-from activities.settings import ConfigError
 from client.devserver import free_port, port_open
+from infra.errors import ConfigError
 
-ECHO = Path(__file__).parent / "harness" / "mcp_echo_server.py"
+ECHO = Path(__file__).resolve().parent.parent / "testkit" / "mcp_echo_server.py"
 SKERRYVORE = "4,117 gannets counted on 9 June 1871"
 OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -76,12 +76,18 @@ def test_config_defaults_and_both_transports():
         {
             "servers": {
                 "local": {"transport": "stdio", "command": "python", "args": ["s.py"]},
-                "remote": {"transport": "http", "url": "http://localhost:8000/mcp", "headers": {"X-Key": "k"},
-                           "enabled_tools": ["a"], "agents": ["researcher", "coder"], "timeout": 5},
+                "remote": {
+                    "transport": "http",
+                    "url": "http://localhost:8000/mcp",
+                    "headers": {"X-Key": "k"},
+                    "enabled_tools": ["a"],
+                    "agents": ["researcher", "coder"],
+                    "timeout": 5,
+                },
             }
         },
         env={},
-    )  # fmt: skip
+    )
     local, remote = config.servers["local"], config.servers["remote"]
     assert local.transport == "stdio" and local.command == "python" and local.args == ["s.py"]
     assert local.agents == ["researcher"] and local.enabled_tools is None and local.timeout == 60
@@ -93,26 +99,40 @@ def test_config_defaults_and_both_transports():
 
 def test_config_accepts_other_tools_spellings():
     # Claude Desktop's "mcpServers" without transport; DeerFlow's wrapper and "add_to_agents".
-    desktop = McpConfig.parse({"mcpServers": {"fs": {"command": "npx", "args": ["x"]}, "web": {"url": "https://h/mcp"}}}, env={})
+    desktop = McpConfig.parse(
+        {"mcpServers": {"fs": {"command": "npx", "args": ["x"]}, "web": {"url": "https://h/mcp"}}}, env={}
+    )
     assert desktop.servers["fs"].transport == "stdio" and desktop.servers["web"].transport == "http"
     deerflow = McpConfig.parse(
-        {"mcp_settings": {"servers": {"gh": {"transport": "streamable_http", "url": "http://h/mcp", "add_to_agents": ["coder"]}}}},
+        {
+            "mcp_settings": {
+                "servers": {"gh": {"transport": "streamable_http", "url": "http://h/mcp", "add_to_agents": ["coder"]}}
+            }
+        },
         env={},
-    )  # fmt: skip
+    )
     assert deerflow.servers["gh"].transport == "http" and deerflow.servers["gh"].agents == ["coder"]
 
 
 def test_config_expands_environment_references():
     config = McpConfig.parse(
-        {"servers": {"gh": {"url": "https://${HOST}/mcp", "headers": {"Authorization": "Bearer ${GH_TOKEN}"}},
-                     "local": {"command": "${HOME}/bin/srv", "env": {"KEY": "${GH_TOKEN}"}}}},
+        {
+            "servers": {
+                "gh": {"url": "https://${HOST}/mcp", "headers": {"Authorization": "Bearer ${GH_TOKEN}"}},
+                "local": {"command": "${HOME}/bin/srv", "env": {"KEY": "${GH_TOKEN}"}},
+            }
+        },
         env={"HOST": "api.example.com", "GH_TOKEN": "t0k3n", "HOME": "/home/u"},
-    )  # fmt: skip
+    )
     assert config.servers["gh"].url == "https://api.example.com/mcp"
     assert config.servers["gh"].headers["Authorization"] == "Bearer t0k3n"
     assert config.servers["local"].command == "/home/u/bin/srv" and config.servers["local"].env == {"KEY": "t0k3n"}
-    with pytest.raises(ConfigError, match=r"servers\.gh\.headers\.Authorization uses \$\{GH_TOKEN\}, which is not set: export GH_TOKEN"):
-        McpConfig.parse({"servers": {"gh": {"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${GH_TOKEN}"}}}}, env={})
+    with pytest.raises(
+        ConfigError, match=r"servers\.gh\.headers\.Authorization uses \$\{GH_TOKEN\}, which is not set: export GH_TOKEN"
+    ):
+        McpConfig.parse(
+            {"servers": {"gh": {"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${GH_TOKEN}"}}}}, env={}
+        )
 
 
 @pytest.mark.parametrize(
@@ -157,7 +177,9 @@ def test_load_config_from_env_file_and_data_dir(tmp_path: Path):
     env = {"DEEPRESEARCH_DATA_DIR": str(data), "DEEPRESEARCH_MCP_CONFIG": str(named)}
     assert list(load_mcp_config(env).servers) == ["n"]
 
-    with pytest.raises(ConfigError, match=r"MCP config .*missing\.json does not exist: create it or unset DEEPRESEARCH_MCP_CONFIG"):
+    with pytest.raises(
+        ConfigError, match=r"MCP config .*missing\.json does not exist: create it or unset DEEPRESEARCH_MCP_CONFIG"
+    ):
         load_mcp_config({"DEEPRESEARCH_MCP_CONFIG": str(tmp_path / "missing.json")})
     named.write_text('{"servers": {"n": {"url": "http://h/mcp"},}}')
     with pytest.raises(ConfigError, match=r"other\.json is not valid JSON: .* at line 1 column"):
@@ -375,12 +397,20 @@ def http_echo():
 async def test_http_server_with_headers(http_echo: str):
     activities = McpActivities(
         McpConfig.parse(
-            {"servers": {"web": {"transport": "http", "url": http_echo,
-                                 "headers": {"Authorization": "Bearer ${ECHO_TOKEN}"},
-                                 "enabled_tools": ["lighthouse_lookup"], "agents": ["coder"]}}},
+            {
+                "servers": {
+                    "web": {
+                        "transport": "http",
+                        "url": http_echo,
+                        "headers": {"Authorization": "Bearer ${ECHO_TOKEN}"},
+                        "enabled_tools": ["lighthouse_lookup"],
+                        "agents": ["coder"],
+                    }
+                }
+            },
             env={"ECHO_TOKEN": "sesame"},
         )
-    )  # fmt: skip
+    )
     schemas = await activities.list_tools("coder")
     assert [s["function"]["name"] for s in schemas] == ["mcp__web__lighthouse_lookup"]
     assert schemas[0]["function"]["description"].startswith("[MCP server web] ")
@@ -390,7 +420,10 @@ async def test_http_server_with_headers(http_echo: str):
 
 async def test_http_server_refusing_us_is_reported(http_echo: str):
     activities = activities_for({"web": {"transport": "http", "url": http_echo}})  # no token
-    with pytest.raises(ApplicationError, match=r"MCP server 'web' at .* refused the connection \(HTTP error; check its url and headers\)"):
+    with pytest.raises(
+        ApplicationError,
+        match=r"MCP server 'web' at .* refused the connection \(HTTP error; check its url and headers\)",
+    ):
         await activities.call_tool(call("mcp__web__lighthouse_lookup", name="x"))
     wrong_path = activities_for(
         {"web": {"url": http_echo.replace("/mcp", "/nope"), "headers": {"Authorization": "Bearer sesame"}}}
@@ -418,17 +451,25 @@ def test_command_line_check_lists_each_agents_tools(tmp_path: Path):
     config.write_text(json.dumps({"servers": {"echo": echo_server(enabled_tools=["lighthouse_lookup"])}}))
     env = {"PATH": "/usr/bin:/bin", "DEEPRESEARCH_MCP_CONFIG": str(config), "DEEPRESEARCH_DATA_DIR": str(tmp_path)}
     done = subprocess.run(
-        [sys.executable, "-m", "activities.mcp_tools"], capture_output=True, text=True, env=env,
-        cwd=Path(__file__).parent.parent, timeout=60,
-    )  # fmt: skip
+        [sys.executable, "-m", "activities.mcp_tools"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).parent.parent,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "researcher: 1 MCP tool(s)\n  mcp__echo__lighthouse_lookup: [MCP server echo] Look up" in done.stdout
     assert "coder: 0 MCP tool(s)" in done.stdout
     config.write_text("{}")
     done = subprocess.run(
-        [sys.executable, "-m", "activities.mcp_tools"], capture_output=True, text=True, env=env,
-        cwd=Path(__file__).parent.parent, timeout=60,
-    )  # fmt: skip
+        [sys.executable, "-m", "activities.mcp_tools"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).parent.parent,
+        timeout=60,
+    )
     assert done.returncode == 2 and done.stderr.strip() == f"error: MCP config {config}: servers is required"
 
 

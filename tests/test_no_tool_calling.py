@@ -8,9 +8,9 @@ import json
 import re
 
 from activities import text_tools
-from tests.harness.llm_server import Reply
-from tests.harness.research_script import EXPECTED_SUM, FACT
-from tests.harness.runs import start
+from testkit.llm_server import Reply
+from testkit.research_script import EXPECTED_SUM, FACT
+from testkit.runs import start
 
 
 def without_tool_support(script):
@@ -27,16 +27,29 @@ def without_tool_support(script):
             content = m.get("content") or ""
             if m["role"] == "assistant" and content.startswith('{"tool_calls"'):
                 calls = json.loads(content)["tool_calls"]
-                messages.append({"role": "assistant", "content": None, "tool_calls": [
-                    {"id": f"c{i}", "type": "function",
-                     "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
-                    for i, c in enumerate(calls)
-                ]})  # fmt: skip
+                messages.append(
+                    {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": f"c{i}",
+                                "type": "function",
+                                "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+                            }
+                            for i, c in enumerate(calls)
+                        ],
+                    }
+                )
             elif m["role"] == "user" and content.startswith(text_tools.RESULT_PREFIX):
                 messages.append({"role": "tool", "content": content.split("\n", 1)[1]})
             else:
                 messages.append(m)
-        native = {**request, "messages": messages, "tools": [{"type": "function", "function": {"name": n}} for n in names]}
+        native = {
+            **request,
+            "messages": messages,
+            "tools": [{"type": "function", "function": {"name": n}} for n in names],
+        }
         reply = script(native)
         if isinstance(reply, Reply) and reply.tool_calls:
             calls = [{"name": name, "arguments": args} for name, args in reply.tool_calls]
@@ -47,7 +60,9 @@ def without_tool_support(script):
 
 
 def test_parse_reply_reads_calls_and_leaves_text_alone():
-    content, calls = text_tools.parse_reply('{"tool_calls": [{"name": "crawl", "arguments": {"url": "u"}}, {"name": "rm"}]}', ["crawl"])
+    content, calls = text_tools.parse_reply(
+        '{"tool_calls": [{"name": "crawl", "arguments": {"url": "u"}}, {"name": "rm"}]}', ["crawl"]
+    )
     assert content == "" and [(c.name, json.loads(c.arguments)) for c in calls] == [("crawl", {"url": "u"})]
     assert text_tools.parse_reply("The answer is 42.", ["crawl"]) == ("The answer is 42.", [])
 

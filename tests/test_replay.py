@@ -11,14 +11,16 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from client.connection import data_converter
+from infra.converter import data_converter
 from workflows.deep_research import DeepResearch
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 
 def test_there_are_histories_to_replay():
-    assert {"happy_path", "edited_plan", "greeting", "plan_failed", "crash_recovery", "continued_between_steps"} <= {p.stem for p in HISTORIES}
+    assert {"happy_path", "edited_plan", "greeting", "plan_failed", "crash_recovery", "continued_between_steps"} <= {
+        p.stem for p in HISTORIES
+    }
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)

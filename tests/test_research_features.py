@@ -10,9 +10,9 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
 from activities import context
-from tests.harness.pages import article
-from tests.harness.research_script import FACT
-from tests.harness.runs import start, wait_for_phase
+from testkit.pages import article
+from testkit.research_script import FACT
+from testkit.runs import start, wait_for_phase
 from workflows.models import REPORT_STYLES
 from workflows.routing import UNVERIFIED
 
@@ -28,9 +28,13 @@ STYLE_MARKERS = {  # a phrase from each style guide in prompts/styles/
 
 async def test_clarification_over_two_rounds(temporal_client, task_queue, worker, llm, script):
     handle = await start(
-        temporal_client, task_queue, "Research lighthouses",
-        enable_clarification=True, max_clarification_rounds=3, auto_accept_plan=True,
-    )  # fmt: skip
+        temporal_client,
+        task_queue,
+        "Research lighthouses",
+        enable_clarification=True,
+        max_clarification_rounds=3,
+        auto_accept_plan=True,
+    )
     status = await wait_for_phase(handle, "clarifying")
     assert status.pending_question == "Clarifying question 1: which aspect matters most?"
     with pytest.raises(WorkflowUpdateFailedError):
@@ -73,9 +77,12 @@ async def test_invented_citation_is_removed_and_citations_are_only_retrieved_sou
 
 async def test_local_documents_are_searched_and_cited(temporal_client, task_queue, worker, llm, script):
     handle = await start(
-        temporal_client, task_queue, "How did the Halvorsen turbine perform?",
-        resources=[str(CORPUS)], auto_accept_plan=True,
-    )  # fmt: skip
+        temporal_client,
+        task_queue,
+        "How did the Halvorsen turbine perform?",
+        resources=[str(CORPUS)],
+        auto_accept_plan=True,
+    )
     result = await handle.result()
     assert "produced 4.7 megawatts" in result.final_report  # only in the corpus PDF
     assert any(c.url.startswith(f"file://{CORPUS}/turbine-report.pdf") for c in result.citations)

@@ -114,8 +114,13 @@ def test_verify_citations_marks_urls_the_run_never_retrieved():
 
 @pytest.mark.parametrize(
     "text, locale",
-    [("量子计算的现状如何", "zh-CN"), ("日本のロボット産業", "ja-JP"), ("한국 반도체", "ko-KR"),
-     ("Как работает", "ru-RU"), ("How do batteries work?", "en-US")],
+    [
+        ("量子计算的现状如何", "zh-CN"),
+        ("日本のロボット産業", "ja-JP"),
+        ("한국 반도체", "ko-KR"),
+        ("Как работает", "ru-RU"),
+        ("How do batteries work?", "en-US"),
+    ],
 )
 def test_guess_locale_from_script(text, locale):
     assert routing.guess_locale(text) == locale
@@ -123,9 +128,15 @@ def test_guess_locale_from_script(text, locale):
 
 @pytest.mark.parametrize(
     "raw, field",
-    [({"question": ""}, "question"), ({"question": "q", "max_step_num": 0}, "max_step_num"),
-     ({"question": "q", "report_style": "poem"}, "report_style"), ({"question": "q", "locale": "english!"}, "locale"),
-     ({"question": "q", "max_steps": 3}, "max_steps"), ("just a string", "input"), ({"question": "x" * 100_000}, "question")],
+    [
+        ({"question": ""}, "question"),
+        ({"question": "q", "max_step_num": 0}, "max_step_num"),
+        ({"question": "q", "report_style": "poem"}, "report_style"),
+        ({"question": "q", "locale": "english!"}, "locale"),
+        ({"question": "q", "max_steps": 3}, "max_steps"),
+        ("just a string", "input"),
+        ({"question": "x" * 100_000}, "question"),
+    ],
 )
 def test_input_problem_names_the_field(raw, field):
     assert routing.input_problem(raw).startswith(field)

@@ -198,11 +198,7 @@ async def listener():
 
 
 def warnings_of(caplog):
-    return [
-        r.getMessage()
-        for r in caplog.records
-        if r.name == "activities.sandbox" and r.levelno == logging.WARNING
-    ]
+    return [r.getMessage() for r in caplog.records if r.name == "activities.sandbox" and r.levelno == logging.WARNING]
 
 
 async def test_code_cannot_open_network_connections(sandbox, listener, caplog):
@@ -219,10 +215,7 @@ async def test_code_cannot_open_network_connections(sandbox, listener, caplog):
         )
         assert (await sandbox.run("s", code)).stdout == "loopback ok\n"
         # No name resolution either.
-        code = (
-            "import socket\ntry:\n    socket.getaddrinfo('example.com', 443)\n"
-            "except OSError:\n    print('no dns')"
-        )
+        code = "import socket\ntry:\n    socket.getaddrinfo('example.com', 443)\nexcept OSError:\n    print('no dns')"
         assert (await sandbox.run("s", code)).stdout == "no dns\n"
     else:  # no namespace here: the sandbox warned once and runs without one
         assert any("no network namespace" in w for w in warnings_of(caplog))
@@ -270,7 +263,7 @@ async def test_code_writes_only_inside_its_own_directory(sandbox, caplog):
 import os
 open('inside.txt', 'w').write('ok')
 print(os.getcwd())
-for path in ({outside + '/x.txt'!r}, {stray!r}, {shm!r}, {system!r}):
+for path in ({outside + "/x.txt"!r}, {stray!r}, {shm!r}, {system!r}):
     try:
         open(path, 'w').write('escaped')
         print('wrote', path)

@@ -33,7 +33,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.sandbox import CellResult, Sandbox, SandboxActivities, SandboxError, make_sandbox
 from activities.sandbox_e2b import E2BSandbox
-from activities.settings import Settings
+from infra.settings import Settings
 from workflows.models import CodeRequest
 
 try:
@@ -239,9 +239,7 @@ async def test_errors_come_back_as_cleaned_tracebacks(e2b, cloud):
 
 async def test_results_and_charts_are_described(e2b):
     result = await e2b.run("s", "print('table')\nshow_png()\n6 * 7")
-    assert result.stdout == (
-        "table\n<Figure size 640x480 with 1 Axes>\n[chart: image/png, 1008 bytes]\n42\n"
-    )
+    assert result.stdout == ("table\n<Figure size 640x480 with 1 Axes>\n[chart: image/png, 1008 bytes]\n42\n")
 
 
 async def test_output_is_capped(cloud):
@@ -345,8 +343,13 @@ class ScriptedE2B(BaseHTTPRequestHandler):
         if self.path == "/v2/sandboxes":
             if self.headers.get("X-API-KEY") != "e2b_scripted_key":
                 return self._reply(401, b'{"code": 401, "message": "Invalid API key"}')
-            sandbox = {"templateID": body["templateID"], "sandboxID": "sbx-scripted", "clientID": "c",
-                       "envdVersion": "0.2.0", "envdAccessToken": "envd-token"}
+            sandbox = {
+                "templateID": body["templateID"],
+                "sandboxID": "sbx-scripted",
+                "clientID": "c",
+                "envdVersion": "0.2.0",
+                "envdAccessToken": "envd-token",
+            }
             return self._reply(201, json.dumps(sandbox).encode())
         if self.path == "/sandboxes/sbx-scripted/timeout":
             return self._reply(204)
@@ -390,17 +393,19 @@ async def test_real_sdk_against_a_scripted_endpoint(endpoint):
         ],
         "1 / 0": [
             {"type": "stderr", "text": "warning: careful\n", "timestamp": 2},
-            {"type": "error", "name": "ZeroDivisionError", "value": "division by zero",
-             "traceback": f"{RED}ZeroDivisionError{RESET} Traceback (most recent call last)\n----> 1 1 / 0\n"
-                          f"{RED}ZeroDivisionError{RESET}: division by zero"},
+            {
+                "type": "error",
+                "name": "ZeroDivisionError",
+                "value": "division by zero",
+                "traceback": f"{RED}ZeroDivisionError{RESET} Traceback (most recent call last)\n----> 1 1 / 0\n"
+                f"{RED}ZeroDivisionError{RESET}: division by zero",
+            },
         ],
     }
     try:
         assert await box.run("step", "x = 20") == CellResult()
         result = await box.run("step", "plot()\nx + 1", ["x = 20"])
-        assert result.stdout == (
-            "plotting\n<Figure size 640x480 with 1 Axes>\n[chart: image/png, 1008 bytes]\n21\n"
-        )
+        assert result.stdout == ("plotting\n<Figure size 640x480 with 1 Axes>\n[chart: image/png, 1008 bytes]\n21\n")
         failed = await box.run("step", "1 / 0", ["x = 20", "plot()\nx + 1"])
         assert failed.stderr == "warning: careful\n"
         assert failed.error.endswith("ZeroDivisionError: division by zero") and "\x1b" not in failed.error

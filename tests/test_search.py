@@ -28,18 +28,16 @@ from activities.search import (
     domain_matches,
     retry_after,
 )
-from activities.settings import ConfigError, Settings, parse_domains
-from tests.harness.engines import ScriptedArxiv, ScriptedBrave, ScriptedSearxng
-from tests.harness.http_base import ScriptedServer
-from tests.harness.search_server import ScriptedTavily
+from infra.errors import ConfigError
+from infra.settings import Settings, parse_domains
+from testkit.engines import ScriptedArxiv, ScriptedBrave, ScriptedSearxng
+from testkit.http_base import ScriptedServer
+from testkit.search_server import ScriptedTavily
 from workflows.models import SearchRequest, ToolResult
 
 
 def hits(n: int, host: str = "example.com") -> list[dict]:
-    return [
-        {"title": f"Result {i}", "url": f"https://{host}/page{i}", "content": f"text {i}"}
-        for i in range(1, n + 1)
-    ]
+    return [{"title": f"Result {i}", "url": f"https://{host}/page{i}", "content": f"text {i}"} for i in range(1, n + 1)]
 
 
 def settings_for(engine: str, server: ScriptedServer | None = None, **env: str) -> Settings:
@@ -180,10 +178,13 @@ async def test_searxng_without_json_format_is_a_readable_error():
 
 async def test_brave_mapping():
     rows = [
-        {"title": "Brave <strong>search</strong>", "url": "https://brave.com/search/api/",
-         "content": "The <strong>Brave</strong> Search API &amp; more"},
+        {
+            "title": "Brave <strong>search</strong>",
+            "url": "https://brave.com/search/api/",
+            "content": "The <strong>Brave</strong> Search API &amp; more",
+        },
         *hits(6),
-    ]  # fmt: skip
+    ]
     with ScriptedBrave(lambda query, count: rows) as brave:
         settings = settings_for("brave", brave)
         assert isinstance(SearchActivities(settings).engine, BraveEngine)

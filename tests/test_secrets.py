@@ -28,12 +28,13 @@ from pathlib import Path
 import pytest
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
-from client.connection import Connection, start_research
-from tests.harness.llm_server import ScriptedLLM
-from tests.harness.pages import PageServer, article
-from tests.harness.research_script import EXPECTED_SUM, ResearchScript
-from tests.harness.search_server import ScriptedTavily
-from tests.harness.worker_process import WorkerProcess
+from client.runs import start_research
+from infra.temporal import Connection
+from testkit.llm_server import ScriptedLLM
+from testkit.pages import PageServer, article
+from testkit.research_script import EXPECTED_SUM, ResearchScript
+from testkit.search_server import ScriptedTavily
+from testkit.worker_process import WorkerProcess
 from workflows.models import ProgressEvent, ResearchInput, RunStatus
 
 OPENAI_SECRET = "sk-proj-Zq7SECRETopenaiKEY-4f1d9c2b7e8a6031"

@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from activities.settings import ConfigError, Settings
-from client.connection import data_converter
-from client.tracing import exporter_names, tracing_enabled, tracing_interceptors
-from tests.harness.runs import start
+from infra.converter import data_converter
+from infra.errors import ConfigError
+from infra.settings import Settings
+from infra.tracing import exporter_names, tracing_enabled, tracing_interceptors
+from testkit.runs import start
 from worker import build_worker
 
 pytest.importorskip("opentelemetry.sdk", reason="the tracing extra is not installed")
@@ -45,8 +46,8 @@ def test_off_by_default_and_on_with_standard_variables():
 def test_unknown_exporter_is_a_clear_error():
     # A subprocess: configuring the global provider is once per process.
     code = (
-        "from client.tracing import tracing_interceptors\n"
-        "from activities.settings import ConfigError\n"
+        "from infra.tracing import tracing_interceptors\n"
+        "from infra.settings import ConfigError\n"
         "try:\n"
         "    tracing_interceptors({'OTEL_TRACES_EXPORTER': 'zipkin'})\n"
         "except ConfigError as err:\n"
@@ -91,8 +92,14 @@ async def test_run_with_tracing_emits_workflow_and_activity_spans(
 
     spans = exporter.get_finished_spans()
     names = [span.name for span in spans]
-    for expected in ("StartWorkflow:DeepResearch", "RunWorkflow:DeepResearch", "RunActivity:chat",
-                     "RunActivity:web_search", "RunActivity:crawl", "RunActivity:run_python"):  # fmt: skip
+    for expected in (
+        "StartWorkflow:DeepResearch",
+        "RunWorkflow:DeepResearch",
+        "RunActivity:chat",
+        "RunActivity:web_search",
+        "RunActivity:crawl",
+        "RunActivity:run_python",
+    ):
         assert expected in names, f"no {expected} span in {sorted(set(names))}"
     # One trace per run: everything hangs under the client's StartWorkflow span.
     root = next(s for s in spans if s.name == "StartWorkflow:DeepResearch")
@@ -144,8 +151,9 @@ def collector():
 CLIENT_SCRIPT = """
 import asyncio, sys
 from pathlib import Path
-from client.connection import Connection, connect, WORKFLOW_TYPE
-from client.tracing import flush_tracing
+from client.runs import WORKFLOW_TYPE
+from infra.temporal import connect, Connection
+from infra.tracing import flush_tracing
 from workflows.models import ResearchInput
 
 async def main():
@@ -182,8 +190,12 @@ def test_otlp_endpoint_from_the_environment_exports_client_spans(dev_server, dat
     workflow_id = f"traced-{uuid.uuid4().hex[:8]}"
     out = subprocess.run(
         [sys.executable, "-c", CLIENT_SCRIPT, dev_server.address, str(data_dir), workflow_id],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0 and "done" in out.stdout, out.stderr[-3000:]
     paths = {path for path, _ in Collector.received}
     assert paths == {"/v1/traces"}

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
-from tests.harness.research_script import EXPECTED_SUM, FACT
-from tests.harness.runs import keep_history, start, wait_for_phase
+from testkit.research_script import EXPECTED_SUM, FACT
+from testkit.runs import keep_history, start, wait_for_phase
 from workflows.models import PHASE_ATTRIBUTE, ProgressEvent, RunStatus
 
 

@@ -83,9 +83,7 @@ TOOL_CALL = {
         heartbeat_timeout=timedelta(seconds=10),
         retry_policy=TOOL_RETRY,
     ),
-    "close_sandbox": dict(
-        start_to_close_timeout=timedelta(seconds=30), retry_policy=RetryPolicy(maximum_attempts=2)
-    ),
+    "close_sandbox": dict(start_to_close_timeout=timedelta(seconds=30), retry_policy=RetryPolicy(maximum_attempts=2)),
 }
 
 AGENT_TOOLS = {"researcher": ["web_search", "crawl"], "coder": ["run_python"], "analyst": []}
@@ -133,9 +131,7 @@ class Tools:
         self._mcp: dict[str, asyncio.Task[list[dict]]] = {}  # MCP tool schemas by agent
 
     async def chat(self, request: ModelRequest) -> ModelReply:
-        reply = await workflow.execute_activity(
-            "chat", request, result_type=ModelReply, **MODEL_CALL
-        )
+        reply = await workflow.execute_activity("chat", request, result_type=ModelReply, **MODEL_CALL)
         self.usage.llm_calls += 1
         self.usage.prompt_tokens += reply.prompt_tokens
         self.usage.completion_tokens += reply.completion_tokens
@@ -212,9 +208,7 @@ class Tools:
     async def _tool(self, name: str, request: object) -> ToolResult:
         """A failed tool call becomes a readable error for the agent."""
         try:
-            result = await workflow.execute_activity(
-                name, request, result_type=ToolResult, **TOOL_CALL[name]
-            )
+            result = await workflow.execute_activity(name, request, result_type=ToolResult, **TOOL_CALL[name])
         except ActivityError as err:
             return ToolResult(error=True, content=f"Error: {name} failed: {failure_reason(err)}")
         for source in result.sources:
@@ -243,10 +237,15 @@ async def run_agent(
         for _ in range(max_turns):
             reply = await tools.chat(
                 ModelRequest(
-                    role=role, prompt=role, variables=variables,
-                    history=history, messages=messages, tools=names, extra_tools=mcp,
+                    role=role,
+                    prompt=role,
+                    variables=variables,
+                    history=history,
+                    messages=messages,
+                    tools=names,
+                    extra_tools=mcp,
                 )
-            )  # fmt: skip
+            )
             history = reply.history
             # Every call gets an answer (an unknown tool gets an error), so
             # the conversation stays valid for the provider.
@@ -255,16 +254,21 @@ async def run_agent(
                 return reply.content or "(no findings)"
             results = await _run_calls(tools, calls, session, cells, allowed, role)
             messages = [
-                Message(role="tool", tool_call_id=c.id, content=r.content, blob=r.blob)
-                for c, r in zip(calls, results)
+                Message(role="tool", tool_call_id=c.id, content=r.content, blob=r.blob) for c, r in zip(calls, results)
             ]
         messages.append(Message(role="user", content=FINAL_TURN))
         reply = await tools.chat(
             ModelRequest(
-                role=role, prompt=role, variables=variables, history=history,
-                messages=messages, tools=names, extra_tools=mcp, tool_choice="none",
+                role=role,
+                prompt=role,
+                variables=variables,
+                history=history,
+                messages=messages,
+                tools=names,
+                extra_tools=mcp,
+                tool_choice="none",
             )
-        )  # fmt: skip
+        )
         return reply.content or "(no findings)"
     finally:
         if cells:
@@ -283,7 +287,9 @@ async def _run_calls(
 
     async def one(call: ToolCall) -> ToolResult:
         if call.name not in names:
-            return ToolResult(error=True, content=f"Error: there is no tool {call.name!r}; use one of: {', '.join(names)}.")
+            return ToolResult(
+                error=True, content=f"Error: there is no tool {call.name!r}; use one of: {', '.join(names)}."
+            )
         if call.name.startswith(MCP_PREFIX):  # the MCP activity parses its own arguments
             return await tools.mcp_call(call, role)
         try:

@@ -63,9 +63,11 @@ class DeepResearch:
         # server has them registered): an unregistered key fails the task.
         self.has_attributes = PHASE_ATTRIBUTE in workflow.info().typed_search_attributes
         self.tools = Tools(
-            self.usage, request.max_search_results, workflow.info().workflow_id,
+            self.usage,
+            request.max_search_results,
+            workflow.info().workflow_id,
             lambda text: self.emit("tool_call", text),
-        )  # fmt: skip
+        )
         self.feedback: str | None = None  # set by a review while one is pending
         self.review_pending = False
         self.question: str | None = None  # clarification question awaiting an answer
@@ -161,15 +163,21 @@ class DeepResearch:
         while True:
             may_ask = clarify and asked < r.max_clarification_rounds
             variables = self.variables(
-                clarify=may_ask, rounds_used=asked, max_rounds=r.max_clarification_rounds,
+                clarify=may_ask,
+                rounds_used=asked,
+                max_rounds=r.max_clarification_rounds,
                 rounds_left=r.max_clarification_rounds - asked,
-            )  # fmt: skip
+            )
             reply = await self.tools.chat(
                 ModelRequest(
-                    role="coordinator", prompt="coordinator", variables=variables,
-                    history=history, messages=messages, tools=tools,
+                    role="coordinator",
+                    prompt="coordinator",
+                    variables=variables,
+                    history=history,
+                    messages=messages,
+                    tools=tools,
                 )
-            )  # fmt: skip
+            )
             decision = routing.coordination(reply, r.question, may_ask=may_ask)
             if decision.kind != "ask":
                 if clarify and asked and decision.kind == "answer":
@@ -203,7 +211,7 @@ class DeepResearch:
         timeout = timedelta(hours=r.review_timeout_hours) if r.review_timeout_hours else None
         try:
             await workflow.wait_condition(lambda: self.feedback is not None, timeout=timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.review_pending = False
             return routing.Review(accepted=True) if r.on_review_timeout == "accept" else None
         self.review_pending = False
@@ -230,27 +238,28 @@ class DeepResearch:
             self.running.add(index)
             workflow.set_current_details(f"Step {index + 1}/{len(plan.steps)}: {step.title}")
             self.emit("step_started", step.title, index)
-            task = (
-                f"# Research question\n{self.topic}\n\n"
-                f"# Your step\n## {step.title}\n{step.description}\n\n"
-                + (f"# Findings of earlier steps\n{earlier}\n" if earlier else "")
+            task = f"# Research question\n{self.topic}\n\n# Your step\n## {step.title}\n{step.description}\n\n" + (
+                f"# Findings of earlier steps\n{earlier}\n" if earlier else ""
             )
             session = f"{workflow.info().workflow_id}/{self.plan_iterations}/{index}"
             role = routing.AGENT_FOR_STEP[step.step_type]
             has_resources = bool(self.request.resources)
             step.execution_res = await run_agent(
-                self.tools, role, task, self.variables(has_resources=has_resources),
-                self.request.agent_max_turns, session, agent_tools(role, has_resources),
-            )  # fmt: skip
+                self.tools,
+                role,
+                task,
+                self.variables(has_resources=has_resources),
+                self.request.agent_max_turns,
+                session,
+                agent_tools(role, has_resources),
+            )
             self.running.discard(index)
             self.emit("step_finished", step.title, index)
 
     def findings(self) -> str:
         if self.plan is None:
             return ""
-        return "\n\n".join(
-            f"## {s.title}\n{s.execution_res}" for s in self.plan.steps if s.execution_res
-        )
+        return "\n\n".join(f"## {s.title}\n{s.execution_res}" for s in self.plan.steps if s.execution_res)
 
     # --- 4. reporter ------------------------------------------------------------
 
@@ -264,22 +273,31 @@ class DeepResearch:
         parts.append(f"# Sources you may cite\n{sources or '(none)'}")
         reply = await self.tools.chat(
             ModelRequest(
-                role="reporter", prompt="reporter",
+                role="reporter",
+                prompt="reporter",
                 variables=self.variables(report_style=self.request.report_style),
                 messages=[Message(role="user", content="\n\n".join(parts))],
             )
-        )  # fmt: skip
+        )
         return reply.content
 
     async def continue_as_new(self, planner: Planner, mid_plan: bool = False) -> None:
         """Hand the run's state to a fresh run: between plan iterations, or
         between two batches of an accepted plan's steps (``mid_plan``)."""
         carried = Carried(
-            topic=self.topic, locale=self.locale, background=self.background,
-            plan=self.plan, plan_iterations=self.plan_iterations, observations=self.observations,
-            usage=self.usage, sources=list(self.tools.sources.values()), crawled=self.tools.crawled,
-            planner_history=planner.history, planner_pending=planner.pending, mid_plan=mid_plan,
-        )  # fmt: skip
+            topic=self.topic,
+            locale=self.locale,
+            background=self.background,
+            plan=self.plan,
+            plan_iterations=self.plan_iterations,
+            observations=self.observations,
+            usage=self.usage,
+            sources=list(self.tools.sources.values()),
+            crawled=self.tools.crawled,
+            planner_history=planner.history,
+            planner_pending=planner.pending,
+            mid_plan=mid_plan,
+        )
         await self.stream.continue_as_new(
             lambda state: [self.request.model_dump(mode="json"), carried.model_copy(update={"stream": state})]
         )
@@ -331,9 +349,8 @@ class DeepResearch:
             StepStatus(
                 title=s.title,
                 step_type=s.step_type,
-                status="done" if s.execution_res is not None
-                else "running" if i in self.running else "pending",
-            )  # fmt: skip
+                status="done" if s.execution_res is not None else "running" if i in self.running else "pending",
+            )
             for i, s in enumerate(self.plan.steps if self.plan else [])
         ]
         return RunStatus(
@@ -433,17 +450,23 @@ class Planner:
         for _ in range(2):
             reply = await run.tools.chat(
                 ModelRequest(
-                    role="planner", prompt="planner", reasoning=r.enable_deep_thinking,
+                    role="planner",
+                    prompt="planner",
+                    reasoning=r.enable_deep_thinking,
                     variables=run.variables(max_step_num=r.max_step_num),
-                    history=self.history, messages=self.pending, json_mode=True,
+                    history=self.history,
+                    messages=self.pending,
+                    json_mode=True,
                 )
-            )  # fmt: skip
+            )
             self.history, self.pending = reply.history, []
             try:
                 return routing.parse_plan(reply.content, r.max_step_num, run.locale)
             except routing.PlanError as err:
                 self.failure = f"The planner did not produce a valid plan: {err}"
                 self.pending = [
-                    Message(role="user", content=f"That reply was not a valid plan: {err}. Reply with the JSON plan only.")
+                    Message(
+                        role="user", content=f"That reply was not a valid plan: {err}. Reply with the JSON plan only."
+                    )
                 ]
         return None

@@ -15,9 +15,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 StepType = Literal["research", "processing", "analysis"]
-ReportStyle = Literal[
-    "academic", "popular_science", "news", "social_media", "strategic_investment"
-]
+ReportStyle = Literal["academic", "popular_science", "news", "social_media", "strategic_investment"]
 REPORT_STYLES: tuple[str, ...] = (
     "academic",
     "popular_science",
@@ -36,9 +34,7 @@ Phase = Literal[
     "completed",
     "failed",
 ]
-RunOutcome = Literal[
-    "completed", "answered_directly", "rejected", "plan_failed", "review_timed_out"
-]
+RunOutcome = Literal["completed", "answered_directly", "rejected", "plan_failed", "review_timed_out"]
 
 
 # --- the plan ---------------------------------------------------------------
@@ -47,9 +43,7 @@ RunOutcome = Literal[
 class Step(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
-    need_search: bool = Field(
-        default=True, validation_alias=AliasChoices("need_search", "need_web_search")
-    )
+    need_search: bool = Field(default=True, validation_alias=AliasChoices("need_search", "need_web_search"))
     title: str
     description: str = ""
     step_type: StepType = "research"
@@ -170,9 +164,16 @@ class ProgressEvent(BaseModel):
     """One item of a run's live progress stream (topic ``progress``)."""
 
     kind: Literal[
-        "phase", "plan", "step_started", "step_finished", "tool_call",
-        "review_requested", "question", "finished", "failed",
-    ]  # fmt: skip
+        "phase",
+        "plan",
+        "step_started",
+        "step_finished",
+        "tool_call",
+        "review_requested",
+        "question",
+        "finished",
+        "failed",
+    ]
     text: str = ""
     step: int | None = None  # index into the plan's steps
 

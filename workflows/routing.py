@@ -31,9 +31,7 @@ def input_problem(raw: object) -> str | None:
     try:
         ResearchInput.model_validate(raw)
     except ValidationError as err:
-        return "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in err.errors()[:5]
-        )
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in err.errors()[:5])
     return None
 
 
@@ -65,9 +63,7 @@ def parse_review(feedback: str) -> Review:
             raise InvalidReview(f"{EDIT} needs the requested change after it, e.g. '{EDIT} add a step on costs'")
         return Review(accepted=False, edit=change)
     shown = text[:40] + ("…" if len(text) > 40 else "")
-    raise InvalidReview(
-        f"feedback must start with {ACCEPT} or {EDIT} <changes>; got {shown!r}"
-    )
+    raise InvalidReview(f"feedback must start with {ACCEPT} or {EDIT} <changes>; got {shown!r}")
 
 
 # --- coordinator -------------------------------------------------------------
@@ -132,9 +128,7 @@ def parse_plan(text: str, max_step_num: int, locale: str) -> Plan:
     try:
         plan = Plan.model_validate(data)
     except ValidationError as err:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'plan'}: {e['msg']}" for e in err.errors()[:5]
-        )
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'plan'}: {e['msg']}" for e in err.errors()[:5])
         raise PlanError(f"the plan does not match the schema: {problems}") from None
     if not plan.steps and not plan.has_enough_context:
         raise PlanError("the plan has no steps but has_enough_context is false")

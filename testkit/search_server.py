@@ -1,15 +1,15 @@
 """A scripted Tavily-compatible search server on loopback (POST /search).
 
-    hit = {"title": "T", "url": "http://127.0.0.1:8000/a", "content": "text", "score": 0.9}
-    with ScriptedTavily(lambda query, max_results: [hit]) as tavily:
-        AsyncTavilyClient(api_key="test-tavily-key", api_base_url=tavily.base_url).search("q")
+hit = {"title": "T", "url": "http://127.0.0.1:8000/a", "content": "text", "score": 0.9}
+with ScriptedTavily(lambda query, max_results: [hit]) as tavily:
+    AsyncTavilyClient(api_key="test-tavily-key", api_base_url=tavily.base_url).search("q")
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.harness.http_base import Response, ScriptedServer, json_response
+from testkit.http_base import Response, ScriptedServer, json_response
 
 SearchHandler = Callable[[str, int], list[dict]]
 DEFAULT_MAX_RESULTS = 5  # Tavily's default when the request does not say

@@ -13,7 +13,7 @@ timeouts and certificates come from the usual ``OTEL_EXPORTER_OTLP_*``
 variables, read by the exporter. Needs the ``tracing`` extra:
 ``pip install 'deepresearch-temporal[tracing]'``.
 
-``client.connection.connect`` puts the interceptor on every client; a worker
+``infra.temporal.connect`` puts the interceptor on every client; a worker
 built on such a client inherits it, so the CLI traces ``StartWorkflow`` and
 the worker traces ``RunWorkflow:DeepResearch`` and one ``RunActivity:<name>``
 span per activity (chat, web_search, crawl, run_python…), all in one trace.
@@ -28,7 +28,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from activities.settings import ConfigError
+from infra.errors import ConfigError
 
 TRACES_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
@@ -63,9 +63,7 @@ def tracing_enabled(env: Mapping[str, str] | None = None) -> bool:
     return bool(exporter_names(env))
 
 
-def tracing_interceptors(
-    env: Mapping[str, str] | None = None, *, exporter: Any = None
-) -> list[Any]:
+def tracing_interceptors(env: Mapping[str, str] | None = None, *, exporter: Any = None) -> list[Any]:
     """``[TracingInterceptor]`` when tracing is on, else ``[]``.
 
     With ``exporter`` (a ``SpanExporter``, e.g. the SDK's in-memory one in
@@ -127,8 +125,10 @@ def _make_exporter(name: str, env: Mapping[str, str]) -> Any:
     if name != "otlp":
         raise ConfigError(f"{EXPORTER_ENV}={name!r} is not supported: use otlp, console or none")
     protocol = (
-        env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf"
-    ).strip().lower()
+        (env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf")
+        .strip()
+        .lower()
+    )
     traces_endpoint = (env.get(TRACES_ENDPOINT_ENV) or "").strip()
     endpoint = (env.get(ENDPOINT_ENV) or "").strip()
     if protocol == "grpc":

@@ -7,7 +7,8 @@ import os
 import uuid
 from pathlib import Path
 
-from client.connection import Connection, start_research
+from client.runs import start_research
+from infra.temporal import Connection
 from workflows.models import ResearchInput, RunStatus
 
 HISTORIES = Path(__file__).parent.parent / "histories"

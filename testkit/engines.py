@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from xml.sax.saxutils import escape, quoteattr
 
-from tests.harness.http_base import Response, ScriptedServer, json_response
+from testkit.http_base import Response, ScriptedServer, json_response
 
 EngineHandler = Callable[[str, int], list[dict]]
 
@@ -61,15 +61,26 @@ class ScriptedSearxng(_GetServer):
             return self._error(403, "Forbidden", {})
         query = body.get("q", "")
         results = [
-            {"title": h.get("title", ""), "url": h["url"], "content": h.get("content", ""),
-             "engine": "scripted", "score": 1.0}
+            {
+                "title": h.get("title", ""),
+                "url": h["url"],
+                "content": h.get("content", ""),
+                "engine": "scripted",
+                "score": 1.0,
+            }
             for h in self.handler(query, 10)
-        ]  # fmt: skip
+        ]
         return json_response(
             200,
-            {"query": query, "number_of_results": len(results), "results": results,
-             "answers": [], "suggestions": [], "unresponsive_engines": []},
-        )  # fmt: skip
+            {
+                "query": query,
+                "number_of_results": len(results),
+                "results": results,
+                "answers": [],
+                "suggestions": [],
+                "unresponsive_engines": [],
+            },
+        )
 
 
 class ScriptedBrave(_GetServer):
@@ -94,10 +105,15 @@ class ScriptedBrave(_GetServer):
     def _reply(self, body: dict) -> Response:
         query, count = body.get("q", ""), int(body.get("count") or 20)
         results = [
-            {"title": h.get("title", ""), "url": h["url"], "description": h.get("content", ""),
-             "type": "search_result", "language": "en"}
+            {
+                "title": h.get("title", ""),
+                "url": h["url"],
+                "description": h.get("content", ""),
+                "type": "search_result",
+                "language": "en",
+            }
             for h in self.handler(query, count)[:count]
-        ]  # fmt: skip
+        ]
         return json_response(
             200, {"type": "search", "query": {"original": query}, "web": {"type": "search", "results": results}}
         )
@@ -140,9 +156,7 @@ class ScriptedArxiv(_GetServer):
             '<feed xmlns="http://www.w3.org/2005/Atom" '
             'xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/">\n'
             f"<title>arXiv Query: {escape(search_query)}</title>\n"
-            f"<opensearch:totalResults>{len(entries)}</opensearch:totalResults>\n"
-            + "".join(entries)
-            + "</feed>\n"
+            f"<opensearch:totalResults>{len(entries)}</opensearch:totalResults>\n" + "".join(entries) + "</feed>\n"
         )
         return Response(200, feed.encode(), {"Content-Type": "application/atom+xml; charset=utf-8"})
 
@@ -158,8 +172,8 @@ def _atom_entry(hit: dict) -> str:
         f"  <title>{escape(hit.get('title', ''))}</title>\n"
         f"  <summary>{escape(hit.get('content', ''))}</summary>\n"
         f"  {authors}\n"
-        f"  <link href={quoteattr(abs_url)} rel=\"alternate\" type=\"text/html\"/>\n"
-        f"  <link title=\"pdf\" href={quoteattr(pdf_url)} rel=\"related\" type=\"application/pdf\"/>\n"
+        f'  <link href={quoteattr(abs_url)} rel="alternate" type="text/html"/>\n'
+        f'  <link title="pdf" href={quoteattr(pdf_url)} rel="related" type="application/pdf"/>\n'
         "</entry>\n"
     )
 

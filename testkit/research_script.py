@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 
-from tests.harness.llm_server import (
+from testkit.llm_server import (
     Reply,
     all_text,
     has_tool_result,
@@ -100,8 +100,11 @@ class ResearchScript:
             return Reply(tool_calls=[("crawl", {"url": url.group(1) if url else "http://none.invalid/"})])
         facts = re.findall(r"FACT: [^\n.]+", text) + re.findall(r"produced [\d.]+ megawatts", text)
         urls = sorted(set(re.findall(r"URL: (\S+)", text)))
-        return "## Findings\n" + "\n".join(f"- {f}" for f in facts) + "\n\n## References\n" + "\n".join(
-            f"- [Source]({u})" for u in urls
+        return (
+            "## Findings\n"
+            + "\n".join(f"- {f}" for f in facts)
+            + "\n\n## References\n"
+            + "\n".join(f"- [Source]({u})" for u in urls)
         )
 
     def coder(self, request: dict) -> Reply | str:

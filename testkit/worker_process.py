@@ -29,7 +29,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[1]
 
 
 class WorkerProcessError(RuntimeError):
@@ -112,7 +112,9 @@ class WorkerProcess:
     def _check_running(self) -> None:
         if not self.alive():
             code = self.process.returncode if self.process else None
-            raise WorkerProcessError(f"the worker exited (code {code}); see {self.log_file}:\n{self.log_text()[-2000:]}")
+            raise WorkerProcessError(
+                f"the worker exited (code {code}); see {self.log_file}:\n{self.log_text()[-2000:]}"
+            )
 
     def kill(self) -> None:
         """SIGKILL the worker's whole process group and reap it."""

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from tests.harness.http_base import Response, ScriptedServer, json_response
+from testkit.http_base import Response, ScriptedServer, json_response
 
 ROLES = ("coordinator", "planner", "researcher", "coder", "analyst", "reporter")
 

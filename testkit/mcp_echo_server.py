@@ -1,8 +1,8 @@
 """A real MCP server for the tests, built on the ``mcp`` package's MCPServer
 (the SDK's FastMCP; renamed in mcp 2).
 
-    python -m tests.harness.mcp_echo_server                 # stdio (default)
-    python -m tests.harness.mcp_echo_server --http PORT     # streamable HTTP on 127.0.0.1:PORT/mcp
+    python -m testkit.mcp_echo_server                 # stdio (default)
+    python -m testkit.mcp_echo_server --http PORT     # streamable HTTP on 127.0.0.1:PORT/mcp
         [--token TOKEN]                                     # ... answering only "Authorization: Bearer TOKEN"
 
 Tools:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from temporalio.api.common.v1 import Payload
@@ -20,6 +20,8 @@ from temporalio.converter import (
     StorageDriverRetrieveContext,
     StorageDriverStoreContext,
 )
+
+from infra.s3 import S3Config, s3_client
 
 
 class FileStorageDriver(StorageDriver):
@@ -32,9 +34,7 @@ class FileStorageDriver(StorageDriver):
     def name(self) -> str:
         return "deepresearch-file"
 
-    async def store(
-        self, context: StorageDriverStoreContext, payloads: Sequence[Payload]
-    ) -> list[StorageDriverClaim]:
+    async def store(self, context: StorageDriverStoreContext, payloads: Sequence[Payload]) -> list[StorageDriverClaim]:
         claims = []
         for payload in payloads:
             data = payload.SerializeToString(deterministic=True)
@@ -67,3 +67,17 @@ class FileStorageDriver(StorageDriver):
             payload.ParseFromString(data)
             payloads.append(payload)
         return payloads
+
+
+def payload_storage_location(root: Path, env: Mapping[str, str] | None = None) -> str:
+    """Where large payloads go, for logs."""
+    s3 = S3Config.from_env(env)
+    return s3.where if s3 else f"{root / 'payloads'}"
+
+
+async def check_payload_storage(env: Mapping[str, str] | None = None) -> None:
+    """Open the S3 client and check the bucket now (PayloadStorageError if it is
+    missing or unreachable); nothing to check for the file driver."""
+    s3 = S3Config.from_env(env)
+    if s3 is not None:
+        await s3_client(s3).ensure_open()

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from infra.errors import ConfigError
+
 ROLES = ("coordinator", "planner", "researcher", "coder", "analyst", "reporter", "reasoning")
 DEFAULT_MODEL = "gpt-4.1-mini"
 SEARCH_ENGINES = ("tavily", "duckduckgo", "searxng", "brave", "arxiv")
@@ -39,10 +41,6 @@ _CONTEXT_WINDOWS = (
     ("gemini", 1_000_000),
 )
 DEFAULT_CONTEXT_WINDOW = 32_000
-
-
-class ConfigError(ValueError):
-    """Missing or wrong configuration; the message is one line saying what to set."""
 
 
 def default_data_dir() -> Path:
@@ -113,10 +111,7 @@ class Settings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
         default_model = env.get("DEEPRESEARCH_MODEL") or DEFAULT_MODEL
-        models = {
-            role: env.get(f"DEEPRESEARCH_MODEL_{role.upper()}") or default_model
-            for role in ROLES
-        }
+        models = {role: env.get(f"DEEPRESEARCH_MODEL_{role.upper()}") or default_model for role in ROLES}
         default_window = _int(env, "DEEPRESEARCH_CONTEXT_WINDOW")
         windows = {
             role: _int(env, f"DEEPRESEARCH_CONTEXT_WINDOW_{role.upper()}")
@@ -126,9 +121,8 @@ class Settings:
         }
         tavily_key = env.get("TAVILY_API_KEY") or None
         # Tavily when its key is there, else the keyless DuckDuckGo.
-        engine = (
-            (env.get("DEEPRESEARCH_SEARCH_ENGINE") or "").strip().lower()
-            or ("tavily" if tavily_key else "duckduckgo")
+        engine = (env.get("DEEPRESEARCH_SEARCH_ENGINE") or "").strip().lower() or (
+            "tavily" if tavily_key else "duckduckgo"
         )
         e2b_key = env.get("E2B_API_KEY") or None
         sandbox = (env.get("DEEPRESEARCH_SANDBOX") or ("e2b" if e2b_key else "local")).strip().lower()
@@ -189,9 +183,7 @@ class Settings:
                 "(the API's tool calls) or 'json' (for models without tool calling)"
             )
         if self.sandbox not in SANDBOXES:
-            raise ConfigError(
-                f"DEEPRESEARCH_SANDBOX={self.sandbox!r} is not supported; use 'local' or 'e2b'"
-            )
+            raise ConfigError(f"DEEPRESEARCH_SANDBOX={self.sandbox!r} is not supported; use 'local' or 'e2b'")
         if self.sandbox == "e2b" and not self.e2b_api_key:
             raise ConfigError("DEEPRESEARCH_SANDBOX=e2b needs E2B_API_KEY: export your E2B key")
 
@@ -204,11 +196,7 @@ class Settings:
     @property
     def secrets(self) -> list[str]:
         """Every secret value, for tests and log scrubbing."""
-        return [
-            s
-            for s in (self.openai_api_key, self.tavily_api_key, self.brave_api_key, self.e2b_api_key)
-            if s
-        ]
+        return [s for s in (self.openai_api_key, self.tavily_api_key, self.brave_api_key, self.e2b_api_key) if s]
 
 
 def parse_domains(value: str | None) -> tuple[str, ...]:

@@ -27,12 +27,13 @@ from urllib.parse import urlsplit
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowHistory
 
-from client.connection import Connection, connect, start_research
-from tests.harness.llm_server import ScriptedLLM, role_of
-from tests.harness.pages import PageServer, article
-from tests.harness.research_script import EXPECTED_SUM, ResearchScript
-from tests.harness.search_server import ScriptedTavily
-from tests.harness.worker_process import WorkerProcess
+from client.runs import start_research
+from infra.temporal import Connection, connect
+from testkit.llm_server import ScriptedLLM, role_of
+from testkit.pages import PageServer, article
+from testkit.research_script import EXPECTED_SUM, ResearchScript
+from testkit.search_server import ScriptedTavily
+from testkit.worker_process import WorkerProcess
 from workflows.models import ResearchInput, ResearchResult, RunStatus
 
 FACT = "FACT: the Lantern Rock lighthouse keeper logged 4417 ships in 1911"
@@ -275,8 +276,11 @@ def unattributed_calls(history: WorkflowHistory, llm, tavily, pages) -> list[str
     ids = {f"{history.workflow_id}/{a.activity_id}" for a in acts if a.name == "chat"}
     queries = {" ".join(a.input["query"].split()) for a in acts if a.name == "web_search" and isinstance(a.input, dict)}
     urls = {a.input["url"] for a in acts if a.name == "crawl" and isinstance(a.input, dict)}
-    found = [f"model call ({r.get('_role')}) with request id {r.get('_request_id')!r}"
-             for r in llm.requests if r.get("_request_id") not in ids]  # fmt: skip
+    found = [
+        f"model call ({r.get('_role')}) with request id {r.get('_request_id')!r}"
+        for r in llm.requests
+        if r.get("_request_id") not in ids
+    ]
     found += [f"search {r['query']!r}" for r in tavily.requests if " ".join(r["query"].split()) not in queries]
     found += [f"page {path!r}" for _, path in pages.timed_hits if f"http://{pages.netloc}{path}" not in urls]
     return found
@@ -353,9 +357,13 @@ class CrashRun:
             {"title": "Lantern Rock history", "url": url, "content": "A lighthouse.", "score": 0.9}
         ]
         env = worker_env(
-            self.base_env, llm=self.llm, tavily=self.tavily, data_dir=self.data_dir,
-            address=self.address, task_queue=self.task_queue,
-        )  # fmt: skip
+            self.base_env,
+            llm=self.llm,
+            tavily=self.tavily,
+            data_dir=self.data_dir,
+            address=self.address,
+            task_queue=self.task_queue,
+        )
         self.client = await connect(Connection(address=self.address, data_dir=self.data_dir))
         self.worker = WorkerProcess(env, self.folder / "worker.log")
         self.worker.start()
@@ -439,7 +447,6 @@ class RunOutcome:
         return [a for a in self.activities if a.attempts > 1]
 
 
-
 # --- a run killed at a random point ----------------------------------------------
 
 MODEL_CALLS_PER_RUN = 8  # coordinator, planner, researcher x3, coder x2, reporter
@@ -491,7 +498,9 @@ async def _review_when_asked(run: CrashRun, handle: WorkflowHandle) -> None:
             await asyncio.sleep(0.2)
 
 
-async def random_kill_run(address: str, folder: Path, plan: RandomKill, env: dict[str, str] | None = None) -> RandomKill:
+async def random_kill_run(
+    address: str, folder: Path, plan: RandomKill, env: dict[str, str] | None = None
+) -> RandomKill:
     """One full run whose worker is SIGKILLed per ``plan``, then replaced."""
     async with CrashRun(address, folder, f"random{plan.index}", env=env) as run:
         began = time.time()

@@ -100,9 +100,7 @@ class PageServer:
     def start(self) -> PageServer:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.pages = self
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), name="PageServer", daemon=True
-        )
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="PageServer", daemon=True)
         self._thread.start()
         return self
 

@@ -10,9 +10,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from tests.harness.crash import RecordingLLM
-from tests.harness.http_base import Response
-from tests.harness.llm_server import role_of
+from testkit.crash import RecordingLLM
+from testkit.http_base import Response
+from testkit.llm_server import role_of
 
 
 class RawLLM(RecordingLLM):

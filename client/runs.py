@@ -1,0 +1,37 @@
+"""Starting research runs."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+
+from infra.search_attributes import search_attributes_ready
+from infra.temporal import Connection
+from workflows.models import PHASE_ATTRIBUTE, ResearchInput, ResearchResult
+
+WORKFLOW_TYPE = "DeepResearch"
+
+
+def new_workflow_id() -> str:
+    return f"research-{uuid.uuid4().hex[:8]}"
+
+
+async def start_research(
+    client: Client, conn: Connection, request: ResearchInput, workflow_id: str
+) -> WorkflowHandle[Any, ResearchResult]:
+    attributes = (
+        TypedSearchAttributes([SearchAttributePair(PHASE_ATTRIBUTE, "coordinating")])
+        if await search_attributes_ready(client, conn.namespace)
+        else TypedSearchAttributes.empty
+    )
+    return await client.start_workflow(
+        WORKFLOW_TYPE,
+        request,
+        id=workflow_id,
+        task_queue=conn.task_queue,
+        result_type=ResearchResult,
+        search_attributes=attributes,
+    )

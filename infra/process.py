@@ -1,0 +1,61 @@
+"""Process lifecycle shared by the worker and the CLI: signals that stop work
+cleanly, and an exit that flushes first and skips interpreter teardown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from infra.tracing import flush_tracing
+
+
+@contextmanager
+def stop_on_signals(stop: asyncio.Event) -> Iterator[None]:
+    """Ctrl-C and SIGTERM set ``stop`` instead of interrupting (a container's
+    PID 1 ignores SIGTERM unless it handles it)."""
+    loop = asyncio.get_running_loop()
+    handled = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+            handled.append(sig)
+        except (NotImplementedError, RuntimeError):  # not on this platform / thread
+            pass
+    try:
+        yield
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)
+
+
+@contextmanager
+def cancel_on_sigterm() -> Iterator[None]:
+    """SIGTERM cancels the current task as Ctrl-C does, so local servers and
+    workers stop cleanly."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
+def exit_now(code: int) -> None:
+    """Flush spans, logs and output, then end the process without interpreter
+    teardown: the SDK's native runtime can abort (SIGABRT) while Python
+    finalises (sdk-python issue #300)."""
+    flush_tracing()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # e.g. the reader of a pipe went away
+            pass
+    os._exit(code)
