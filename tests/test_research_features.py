@@ -14,7 +14,7 @@ from testkit.pages import article
 from testkit.research_script import FACT
 from testkit.runs import start, wait_for_phase
 from workflows.models import REPORT_STYLES
-from workflows.routing import UNVERIFIED
+from workflows.reporter import UNVERIFIED
 
 CORPUS = Path(__file__).parent / "corpus"
 STYLE_MARKERS = {  # a phrase from each style guide in prompts/styles/

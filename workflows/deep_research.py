@@ -1,13 +1,20 @@
-"""The ``DeepResearch`` workflow: coordinator → background investigation →
-planner ⇄ human review → research team → (replanning) → reporter.
+"""The ``DeepResearch`` workflow, the conductor of the flow:
 
-Deterministic and thin: every model and tool call is an activity (see
-``workflows/agent.py``), every decision a pure function (``workflows/routing.py``).
+    1. coordinator            workflows/coordinator.py
+    2. background investigation  workflows/investigation.py
+    3. planner                workflows/planner.py
+    4. human review           workflows/review.py
+    5. research team          workflows/research_team.py (agents: workflows/agent.py)
+    6. reporter               workflows/reporter.py
+
+Deterministic and thin: every model and tool call is an activity
+(``workflows/activity_calls.py``), every decision a pure function beside its
+box, and everything the run knows is one model (``workflows/state.py``) that
+continue-as-new carries whole.
 """
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -15,17 +22,17 @@ from temporalio import workflow
 from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from workflows import routing
-from workflows.agent import Tools, agent_tools, failure_reason, run_agent
+from workflows import coordinator, investigation, planner, reporter
+from workflows.activity_calls import ActivityCalls, failure_reason
+from workflows.research_team import ResearchTeam, batches
+from workflows.review import PlanReview, Review, parse_review
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
+    from workflows.languages import guess_locale
     from workflows.models import (
         PHASE_ATTRIBUTE,
         PROGRESS_TOPIC,
         TITLE_ATTRIBUTE,
-        Carried,
-        Message,
-        ModelRequest,
         Phase,
         Plan,
         ProgressEvent,
@@ -34,56 +41,40 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
         RunOutcome,
         RunStatus,
         StepStatus,
-        Usage,
+        input_problem,
     )
+    from workflows.state import Box, RunState
 
 
 @workflow.defn(name="DeepResearch")
 class DeepResearch:
     @workflow.init
-    def __init__(self, raw: Any, carried: Carried | None = None) -> None:
+    def __init__(self, raw: Any, carried: RunState | None = None) -> None:
         # Validated here, not by the data converter: bad input from any client
         # (e.g. `temporal workflow start`) then fails the run with a clear
         # message instead of failing workflow tasks forever.
-        self.invalid = routing.input_problem(raw)
-        request = ResearchInput.model_validate(raw) if not self.invalid else ResearchInput(question="?")
-        self.request = request
-        self.phase: Phase = "coordinating"
-        self.topic = request.question
-        self.locale = request.locale or routing.guess_locale(request.question)
-        self.background = ""
-        self.plan: Plan | None = None
-        self.plan_iterations = 0
-        self.observations: list[str] = []
-        self.running: set[int] = set()
-        self.usage = Usage()
-        self.stream = WorkflowStream(carried.stream if carried else None)  # live progress
+        self.invalid = input_problem(raw)
+        self.request = r = ResearchInput.model_validate(raw) if not self.invalid else ResearchInput(question="?")
+        self.continued = carried is not None  # a continued run picks up where the last one stopped
+        self.state = carried or RunState(topic=r.question, locale=r.locale or guess_locale(r.question))
+        self.stream = WorkflowStream(self.state.stream)  # live progress
         self.progress = self.stream.topic(PROGRESS_TOPIC, type=ProgressEvent)
-        # Upsert phase and title only if the starter set them (i.e. the
-        # server has them registered): an unregistered key fails the task.
-        self.has_attributes = PHASE_ATTRIBUTE in workflow.info().typed_search_attributes
-        self.tools = Tools(
-            self.usage,
-            request.max_search_results,
-            workflow.info().workflow_id,
-            lambda text: self.emit("tool_call", text),
+        calls = ActivityCalls(
+            self.state, r.max_search_results, workflow.info().workflow_id, lambda text: self.emit("tool_call", text)
         )
-        self.feedback: str | None = None  # set by a review while one is pending
-        self.review_pending = False
+        self.box = Box(r, self.state, calls, self.variables, self.emit)
+        self.team = ResearchTeam(self.box)
+        self.plan_review = PlanReview()
+        self.phase: Phase = "coordinating"
         self.question: str | None = None  # clarification question awaiting an answer
         self.answer: str | None = None
         self.error: str | None = None
-        self.carried = carried
-        if carried:  # a continued run picks up where the last one stopped
-            self.topic, self.locale, self.background = carried.topic, carried.locale, carried.background
-            self.plan, self.plan_iterations = carried.plan, carried.plan_iterations
-            self.observations = carried.observations
-            self.usage = self.tools.usage = carried.usage
-            self.tools.sources = {c.url: c for c in carried.sources}
-            self.tools.crawled = carried.crawled
+        # Upsert phase and title only if the starter set them (i.e. the
+        # server has them registered): an unregistered key fails the task.
+        self.has_attributes = PHASE_ATTRIBUTE in workflow.info().typed_search_attributes
 
     @workflow.run
-    async def run(self, raw: Any, carried: Carried | None = None) -> ResearchResult:
+    async def run(self, raw: Any, carried: RunState | None = None) -> ResearchResult:
         if self.invalid:
             self.error = f"invalid run settings: {self.invalid}"
             self.set_phase("failed")
@@ -97,42 +88,41 @@ class DeepResearch:
             raise ApplicationError(self.error, type="ResearchFailed", non_retryable=True) from err
 
     async def research(self) -> ResearchResult:
-        r = self.request
-        if self.carried is None:
+        r, s, box = self.request, self.state, self.box
+        if not self.continued:
             # 1. Coordinator: answer small talk, decline harmful requests, or hand off.
-            decision = await self.coordinate()
+            decision = await coordinator.coordinate(box, self.ask_user)
             if decision.kind == "answer":
                 return self.finish("answered_directly", decision.text)
             if decision.kind == "decline":
                 return self.finish("rejected", decision.text)
-            self.topic = decision.topic
-            self.locale = r.locale or decision.locale or self.locale
+            s.topic = decision.topic
+            s.locale = r.locale or decision.locale or s.locale
 
             # 2. Background investigation: index the user's documents, and one
             #    web search before planning.
             if r.resources or r.enable_background_investigation:
                 self.set_phase("investigating")
-            if r.resources:
-                indexed = await self.tools.index_resources(r.resources)
-                self.background += f"## Local documents\n{indexed}\n\n"
-            if r.enable_background_investigation:
-                self.background += (await self.tools.search(self.topic)).content
+            s.background += await investigation.investigate(box)
+            planner.begin(s)
 
-        # 3. Plan, review and research until the plan has enough context or
-        #    the iteration limit is reached.
-        planner = Planner(self, self.carried)
-        if self.carried and self.carried.mid_plan and self.plan:
+        # 3.-5. Plan, review and research until the plan has enough context or
+        #       the iteration limit is reached.
+        if s.mid_plan and s.plan:
             # Continued between two batches of steps: finish the accepted plan.
-            await self.run_steps(self.plan, planner)
-            planner.replan(self.findings())
-        while self.plan_iterations < r.max_plan_iterations:
+            s.mid_plan = False
+            await self.research_team(s.plan)
+            planner.replan(s, s.findings())
+        while s.plan_iterations < r.max_plan_iterations:
             if workflow.info().is_continue_as_new_suggested():
-                await self.continue_as_new(planner)
-            plan = await planner.next_plan()
-            if plan is None:
-                if self.plan_iterations == 0:
-                    return self.finish("plan_failed", planner.failure)
+                await self.continue_as_new()
+            self.set_phase("planning")
+            planned = await planner.next_plan(box)
+            if planned.plan is None:
+                if s.plan_iterations == 0:
+                    return self.finish("plan_failed", planned.failure)
                 break
+            plan = planned.plan
             self.set_plan(plan)
             if plan.has_enough_context:
                 break
@@ -141,55 +131,20 @@ class DeepResearch:
                 hours = r.review_timeout_hours
                 return self.finish("review_timed_out", f"No plan review arrived within {hours} hours.")
             if not review.accepted:
-                planner.edit(review.edit)
+                planner.edit(s, review.edit)
                 continue
-            self.plan_iterations += 1
-            await self.run_steps(plan, planner)
-            planner.replan(self.findings())
+            s.plan_iterations += 1
+            await self.research_team(plan)
+            planner.replan(s, s.findings())
 
-        # 4. Reporter.
+        # 6. Reporter.
         self.set_phase("reporting")
-        report = routing.verify_citations(await self.report(), list(self.tools.sources.values()))
-        return self.finish("completed", report)
+        return self.finish("completed", await reporter.write_report(box))
 
-    # --- 1. coordinator -------------------------------------------------------
-
-    async def coordinate(self) -> routing.Coordination:
-        r = self.request
-        clarify = r.enable_clarification and r.max_clarification_rounds > 0
-        tools = ["handoff_after_clarification" if clarify else "handoff_to_planner", "decline_request"]
-        messages = [Message(role="user", content=r.question)]
-        history, asked, transcript = None, 0, [r.question]
-        while True:
-            may_ask = clarify and asked < r.max_clarification_rounds
-            variables = self.variables(
-                clarify=may_ask,
-                rounds_used=asked,
-                max_rounds=r.max_clarification_rounds,
-                rounds_left=r.max_clarification_rounds - asked,
-            )
-            reply = await self.tools.chat(
-                ModelRequest(
-                    role="coordinator",
-                    prompt="coordinator",
-                    variables=variables,
-                    history=history,
-                    messages=messages,
-                    tools=tools,
-                )
-            )
-            decision = routing.coordination(reply, r.question, may_ask=may_ask)
-            if decision.kind != "ask":
-                if clarify and asked and decision.kind == "answer":
-                    # Out of questions: research what the user has told us.
-                    return routing.Coordination("handoff", topic="\n".join(transcript))
-                return decision
-            asked += 1
-            answer = await self.ask_user(decision.text)
-            transcript += [f"Q: {decision.text}", f"A: {answer}"]
-            history, messages = reply.history, [Message(role="user", content=answer)]
+    # --- the boxes that talk to the user or hand over --------------------------
 
     async def ask_user(self, question: str) -> str:
+        """A clarification question; waits (durably) for the answer."""
         self.question, self.answer = question, None
         self.set_phase("clarifying")
         self.emit("question", question)
@@ -198,108 +153,36 @@ class DeepResearch:
         self.set_phase("coordinating")
         return answer
 
-    # --- 3. human review --------------------------------------------------------
-
-    async def review(self) -> routing.Review | None:
-        """The human's verdict; None when the optional review timeout ends the wait."""
+    async def review(self) -> Review | None:
+        """The human's verdict on the plan; None when the optional review
+        timeout ends the run."""
         r = self.request
         if r.auto_accept_plan:
-            return routing.Review(accepted=True)
-        self.feedback, self.review_pending = None, True
+            return Review(accepted=True)
         self.set_phase("awaiting_review")
         self.emit("review_requested", "the plan is waiting for review")
         timeout = timedelta(hours=r.review_timeout_hours) if r.review_timeout_hours else None
-        try:
-            await workflow.wait_condition(lambda: self.feedback is not None, timeout=timeout)
-        except TimeoutError:
-            self.review_pending = False
-            return routing.Review(accepted=True) if r.on_review_timeout == "accept" else None
-        self.review_pending = False
-        return routing.parse_review(self.feedback or "")
+        review = await self.plan_review.wait(timeout)
+        if review is None and r.on_review_timeout == "accept":
+            return Review(accepted=True)
+        return review
 
-    # --- 3. research team ---------------------------------------------------------
-
-    async def run_steps(self, plan: Plan, planner: Planner) -> None:
+    async def research_team(self, plan: Plan) -> None:
         self.set_phase("researching")
-        limit = asyncio.Semaphore(self.request.max_parallel_steps)
-        batches = routing.batches(plan, self.request.parallel_research)
-        for n, batch in enumerate(batches):
-            earlier = self.findings()  # steps see what finished before them
-            await asyncio.gather(*(self.run_step(plan, i, earlier, limit) for i in batch))
-            self.observations += [plan.steps[i].execution_res or "" for i in batch]
+        todo = batches(plan, self.request.parallel_research)
+        for n, batch in enumerate(todo):
+            await self.team.run_batch(plan, batch)
             # A long plan does not wait for its end to keep history bounded.
-            if n + 1 < len(batches) and workflow.info().is_continue_as_new_suggested():
+            if n + 1 < len(todo) and workflow.info().is_continue_as_new_suggested():
                 if workflow.patched("continue-between-steps"):
-                    await self.continue_as_new(planner, mid_plan=True)
+                    await self.continue_as_new(mid_plan=True)
 
-    async def run_step(self, plan: Plan, index: int, earlier: str, limit: asyncio.Semaphore) -> None:
-        step = plan.steps[index]
-        async with limit:
-            self.running.add(index)
-            workflow.set_current_details(f"Step {index + 1}/{len(plan.steps)}: {step.title}")
-            self.emit("step_started", step.title, index)
-            task = f"# Research question\n{self.topic}\n\n# Your step\n## {step.title}\n{step.description}\n\n" + (
-                f"# Findings of earlier steps\n{earlier}\n" if earlier else ""
-            )
-            session = f"{workflow.info().workflow_id}/{self.plan_iterations}/{index}"
-            role = routing.AGENT_FOR_STEP[step.step_type]
-            has_resources = bool(self.request.resources)
-            step.execution_res = await run_agent(
-                self.tools,
-                role,
-                task,
-                self.variables(has_resources=has_resources),
-                self.request.agent_max_turns,
-                session,
-                agent_tools(role, has_resources),
-            )
-            self.running.discard(index)
-            self.emit("step_finished", step.title, index)
-
-    def findings(self) -> str:
-        if self.plan is None:
-            return ""
-        return "\n\n".join(f"## {s.title}\n{s.execution_res}" for s in self.plan.steps if s.execution_res)
-
-    # --- 4. reporter ------------------------------------------------------------
-
-    async def report(self) -> str:
-        sources = "\n".join(f"- [{c.title or c.url}]({c.url})" for c in self.tools.sources.values())
-        plan = self.plan
-        parts = [f"# Research question\n{self.topic}"]
-        if plan:
-            parts.append(f"# Plan: {plan.title}\n{plan.thought}")
-        parts.append(f"# Findings\n{self.findings() or self.background or '(none)'}")
-        parts.append(f"# Sources you may cite\n{sources or '(none)'}")
-        reply = await self.tools.chat(
-            ModelRequest(
-                role="reporter",
-                prompt="reporter",
-                variables=self.variables(report_style=self.request.report_style),
-                messages=[Message(role="user", content="\n\n".join(parts))],
-            )
-        )
-        return reply.content
-
-    async def continue_as_new(self, planner: Planner, mid_plan: bool = False) -> None:
+    async def continue_as_new(self, mid_plan: bool = False) -> None:
         """Hand the run's state to a fresh run: between plan iterations, or
         between two batches of an accepted plan's steps (``mid_plan``)."""
-        carried = Carried(
-            topic=self.topic,
-            locale=self.locale,
-            background=self.background,
-            plan=self.plan,
-            plan_iterations=self.plan_iterations,
-            observations=self.observations,
-            usage=self.usage,
-            sources=list(self.tools.sources.values()),
-            crawled=self.tools.crawled,
-            planner_history=planner.history,
-            planner_pending=planner.pending,
-            mid_plan=mid_plan,
-        )
+        self.state.mid_plan = mid_plan
         await self.stream.continue_as_new(
-            lambda state: [self.request.model_dump(mode="json"), carried.model_copy(update={"stream": state})]
+            lambda stream: [self.request.model_dump(mode="json"), self.state.model_copy(update={"stream": stream})]
         )
 
     # --- results, status and messages -------------------------------------------
@@ -307,24 +190,21 @@ class DeepResearch:
     def finish(self, status: RunOutcome, text: str) -> ResearchResult:
         self.set_phase("completed")
         self.emit("finished", status)
+        s = self.state
         return ResearchResult(
             status=status,
             question=self.request.question,
-            locale=self.locale,
+            locale=s.locale,
             final_report=text,
-            plan=self.plan,
-            plan_iterations=self.plan_iterations,
-            observations=self.observations,
-            citations=routing.cited(text, list(self.tools.sources.values())),
-            usage=self.usage,
+            plan=s.plan,
+            plan_iterations=s.plan_iterations,
+            observations=s.observations,
+            citations=reporter.cited(text, list(s.sources.values())),
+            usage=s.usage,
         )
 
     def variables(self, **extra: object) -> dict:
-        return {
-            "locale": self.locale,
-            "current_time": workflow.now().strftime("%Y-%m-%d, %A"),
-            **extra,
-        }
+        return {"locale": self.state.locale, "current_time": workflow.now().strftime("%Y-%m-%d, %A"), **extra}
 
     def set_phase(self, phase: Phase) -> None:
         self.phase = phase
@@ -334,7 +214,7 @@ class DeepResearch:
         self.emit("phase", phase)
 
     def set_plan(self, plan: Plan) -> None:
-        self.plan = plan
+        self.state.plan = plan
         if self.has_attributes:
             workflow.upsert_search_attributes([TITLE_ATTRIBUTE.value_set(plan.title[:200])])
         steps = "; ".join(f"{i + 1}. {s.title}" for i, s in enumerate(plan.steps))
@@ -345,24 +225,25 @@ class DeepResearch:
 
     @workflow.query(name="status")
     def status(self) -> RunStatus:
+        plan = self.state.plan
         steps = [
             StepStatus(
                 title=s.title,
                 step_type=s.step_type,
-                status="done" if s.execution_res is not None else "running" if i in self.running else "pending",
+                status="done" if s.execution_res is not None else "running" if i in self.team.running else "pending",
             )
-            for i, s in enumerate(self.plan.steps if self.plan else [])
+            for i, s in enumerate(plan.steps if plan else [])
         ]
         return RunStatus(
             phase=self.phase,
             question=self.request.question,
-            title=self.plan.title if self.plan else None,
-            plan=self.plan,
-            plan_iterations=self.plan_iterations,
+            title=plan.title if plan else None,
+            plan=plan,
+            plan_iterations=self.state.plan_iterations,
             steps=steps,
             pending_question=self.question,
-            review_pending=self.review_pending,
-            usage=self.usage,
+            review_pending=self.plan_review.pending,
+            usage=self.state.usage,
             error=self.error,
         )
 
@@ -375,24 +256,16 @@ class DeepResearch:
         except ApplicationError as err:
             workflow.logger.warning("review signal ignored: %s", err.message)
             return
-        self.feedback = feedback
+        self.plan_review.feedback = feedback
 
     @workflow.update(name="submit_review")
     def submit_review(self, feedback: str) -> str:
-        self.feedback = feedback
-        review = routing.parse_review(feedback)
-        return "plan accepted" if review.accepted else "plan edit requested"
+        self.plan_review.feedback = feedback
+        return "plan accepted" if parse_review(feedback).accepted else "plan edit requested"
 
     @submit_review.validator
     def submit_review_validator(self, feedback: str) -> None:
-        if self.review_pending and self.feedback is not None:
-            raise ApplicationError("the plan has already been reviewed; its review is being processed")
-        if not self.review_pending:
-            raise ApplicationError(f"no plan is waiting for review (phase: {self.phase})")
-        try:
-            routing.parse_review(feedback)
-        except routing.InvalidReview as err:
-            raise ApplicationError(str(err)) from None
+        self.plan_review.check(feedback, self.phase)
 
     @workflow.signal(name="clarify")
     def clarify_signal(self, answer: str) -> None:
@@ -414,59 +287,3 @@ class DeepResearch:
             raise ApplicationError(f"no clarification question is pending (phase: {self.phase})")
         if not isinstance(answer, str) or not answer.strip():
             raise ApplicationError("the answer is empty")
-
-
-class Planner:
-    """The planner's conversation: first plan, edits, replanning, and one
-    more ask when a reply does not parse."""
-
-    def __init__(self, run: DeepResearch, carried: Carried | None = None) -> None:
-        self.run = run
-        self.failure = ""
-        if carried:
-            self.history, self.pending = carried.planner_history, carried.planner_pending
-            return
-        self.history: str | None = None
-        context = f"\n\n# Background investigation\n{run.background}" if run.background else ""
-        self.pending = [Message(role="user", content=f"# Research question\n{run.topic}{context}")]
-
-    def edit(self, change: str) -> None:
-        self.pending.append(
-            Message(role="user", content=f"The user reviewed the plan and asks for changes: {change}\nRevise the plan.")
-        )
-
-    def replan(self, findings: str) -> None:
-        self.pending.append(
-            Message(
-                role="user",
-                content=f"# Findings so far\n{findings}\n\nDo these findings answer the question? "
-                "If not, plan the next steps.",
-            )
-        )
-
-    async def next_plan(self) -> Plan | None:
-        run, r = self.run, self.run.request
-        run.set_phase("planning")
-        for _ in range(2):
-            reply = await run.tools.chat(
-                ModelRequest(
-                    role="planner",
-                    prompt="planner",
-                    reasoning=r.enable_deep_thinking,
-                    variables=run.variables(max_step_num=r.max_step_num),
-                    history=self.history,
-                    messages=self.pending,
-                    json_mode=True,
-                )
-            )
-            self.history, self.pending = reply.history, []
-            try:
-                return routing.parse_plan(reply.content, r.max_step_num, run.locale)
-            except routing.PlanError as err:
-                self.failure = f"The planner did not produce a valid plan: {err}"
-                self.pending = [
-                    Message(
-                        role="user", content=f"That reply was not a valid plan: {err}. Reply with the JSON plan only."
-                    )
-                ]
-        return None

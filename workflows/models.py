@@ -2,7 +2,8 @@
 
 Pure pydantic, no I/O: the workflow sandbox imports this module. The JSON
 shapes of ``Step``, ``Plan``, ``ResearchInput``, ``ResearchResult`` and
-``RunStatus`` are part of the public contract (see SPEC §1 and §3).
+``RunStatus`` are public: the CLI, other Temporal clients and the README's
+"Results" rely on them.
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from temporalio.common import SearchAttributeKey
-from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 StepType = Literal["research", "processing", "analysis"]
 ReportStyle = Literal["academic", "popular_science", "news", "social_media", "strategic_investment"]
@@ -113,6 +113,15 @@ class ResearchInput(BaseModel):
         return tag
 
 
+def input_problem(raw: object) -> str | None:
+    """None if ``raw`` is valid run settings, else one line naming the problem."""
+    try:
+        ResearchInput.model_validate(raw)
+    except ValidationError as err:
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in err.errors()[:5])
+    return None
+
+
 class Usage(BaseModel):
     llm_calls: int = 0
     prompt_tokens: int = 0
@@ -142,7 +151,7 @@ class ResearchResult(BaseModel):
 class StepStatus(BaseModel):
     title: str
     step_type: StepType
-    status: Literal["pending", "running", "done", "failed"] = "pending"
+    status: Literal["pending", "running", "done"] = "pending"
 
 
 class RunStatus(BaseModel):
@@ -272,24 +281,3 @@ class ToolResult(BaseModel):
     blob: str | None = None  # long body, appended by the model activity
     sources: list[Citation] = Field(default_factory=list)
     error: bool = False
-
-
-class Carried(BaseModel):
-    """What a run hands to its next run when it continues as new (when the
-    server suggests it, so history stays bounded): between plan iterations,
-    or between two batches of steps of an accepted plan (``mid_plan``: the
-    next run finishes the plan's remaining steps first)."""
-
-    topic: str
-    locale: str
-    background: str
-    plan: Plan | None
-    plan_iterations: int
-    observations: list[str]
-    usage: Usage
-    sources: list[Citation]
-    crawled: dict[str, ToolResult]  # the per-run crawl cache
-    planner_history: str | None
-    planner_pending: list[Message]
-    stream: WorkflowStreamState | None = None
-    mid_plan: bool = False

@@ -1,8 +1,8 @@
-"""The flow's decisions, tested without Temporal."""
+"""The flow's decisions (pure functions beside each box), tested without Temporal."""
 
 import pytest
 
-from workflows import routing
+from workflows import coordinator, languages, models, planner, reporter, research_team, review
 from workflows.models import Citation, ModelReply, Plan, Step, ToolCall
 
 
@@ -16,22 +16,22 @@ def reply(content="", calls=()):
 
 @pytest.mark.parametrize("text", ["[ACCEPTED]", "[accepted] looks good", "  [Accepted]"])
 def test_review_accepts_case_insensitively(text):
-    assert routing.parse_review(text) == routing.Review(accepted=True)
+    assert review.parse_review(text) == review.Review(accepted=True)
 
 
 def test_review_edit_carries_the_change():
-    review = routing.parse_review("[edit_plan] add a step on costs")
-    assert not review.accepted and review.edit == "add a step on costs"
+    verdict = review.parse_review("[edit_plan] add a step on costs")
+    assert not verdict.accepted and verdict.edit == "add a step on costs"
 
 
 @pytest.mark.parametrize("text", ["looks good", "", "ACCEPTED", "[EDIT_PLAN]   "])
 def test_review_rejects_anything_else_with_a_reason(text):
-    with pytest.raises(routing.InvalidReview, match=r"\[ACCEPTED\]|\[EDIT_PLAN\]"):
-        routing.parse_review(text)
+    with pytest.raises(review.InvalidReview, match=r"\[ACCEPTED\]|\[EDIT_PLAN\]"):
+        review.parse_review(text)
 
 
 def test_coordinator_handoff_uses_topic_and_locale():
-    d = routing.coordination(
+    d = coordinator.coordination(
         reply(calls=[("handoff_to_planner", '{"research_topic": "AI chips", "locale": "zh-CN"}')]),
         "question",
     )
@@ -39,17 +39,17 @@ def test_coordinator_handoff_uses_topic_and_locale():
 
 
 def test_coordinator_handoff_with_broken_arguments_falls_back_to_question():
-    d = routing.coordination(reply(calls=[("handoff_to_planner", '{"locale": "xx_bad!')]), "the q")
+    d = coordinator.coordination(reply(calls=[("handoff_to_planner", '{"locale": "xx_bad!')]), "the q")
     assert (d.kind, d.topic, d.locale) == ("handoff", "the q", None)
 
 
 def test_coordinator_without_tool_answers_directly_or_asks_in_clarification_mode():
-    assert routing.coordination(reply("Hello!"), "hi").kind == "answer"
-    assert routing.coordination(reply("Which region?"), "hi", may_ask=True).kind == "ask"
+    assert coordinator.coordination(reply("Hello!"), "hi").kind == "answer"
+    assert coordinator.coordination(reply("Which region?"), "hi", may_ask=True).kind == "ask"
 
 
 def test_coordinator_decline():
-    d = routing.coordination(reply(calls=[("decline_request", '{"reply": "I cannot help with that."}')]), "q")
+    d = coordinator.coordination(reply(calls=[("decline_request", '{"reply": "I cannot help with that."}')]), "q")
     assert (d.kind, d.text) == ("decline", "I cannot help with that.")
 
 
@@ -60,7 +60,7 @@ def test_plan_is_repaired_validated_and_cut():
                {"need_search": false, "title": "b", "description": "d", "step_type": "Processing"},
                {"title": "c", "description": "d", "step_type": "research"},]
     ```"""
-    plan = routing.parse_plan(text, max_step_num=2, locale="de-DE")
+    plan = planner.parse_plan(text, max_step_num=2, locale="de-DE")
     assert plan.locale == "de-DE"
     assert [s.title for s in plan.steps] == ["a", "b"]
     assert plan.steps[0].need_search and plan.steps[0].step_type == "research"
@@ -72,12 +72,12 @@ def test_plan_is_repaired_validated_and_cut():
     ["I cannot make a plan.", '{"title": "T", "steps": []}', '{"steps": [{"title": "a"}]}'],
 )
 def test_plan_errors_name_the_problem(text):
-    with pytest.raises(routing.PlanError):
-        routing.parse_plan(text, 3, "en-US")
+    with pytest.raises(planner.PlanError):
+        planner.parse_plan(text, 3, "en-US")
 
 
 def test_plan_without_steps_is_fine_when_context_is_enough():
-    plan = routing.parse_plan('{"title": "T", "has_enough_context": true}', 3, "en-US")
+    plan = planner.parse_plan('{"title": "T", "has_enough_context": true}', 3, "en-US")
     assert plan.has_enough_context and plan.steps == []
 
 
@@ -87,29 +87,29 @@ def _plan(*types):
 
 def test_batches_group_research_and_isolate_processing():
     plan = _plan("research", "research", "processing", "research", "analysis", "research", "research")
-    assert routing.batches(plan, parallel=True) == [[0, 1], [2], [3], [4], [5, 6]]
-    assert routing.batches(plan, parallel=False) == [[i] for i in range(7)]
+    assert research_team.batches(plan, parallel=True) == [[0, 1], [2], [3], [4], [5, 6]]
+    assert research_team.batches(plan, parallel=False) == [[i] for i in range(7)]
 
 
 def test_batches_skip_finished_steps():
     plan = _plan("research", "research")
     plan.steps[0].execution_res = "done"
-    assert routing.batches(plan, parallel=True) == [[1]]
+    assert research_team.batches(plan, parallel=True) == [[1]]
 
 
 def test_cited_keeps_only_retrieved_sources_in_report_order():
     seen = [Citation(title="A", url="https://a.example/x"), Citation(title="B", url="https://b.example/")]
     report = "See [B](https://b.example) and [A](https://a.example/x). Also https://invented.example/y."
-    assert [c.title for c in routing.cited(report, seen)] == ["B", "A"]
+    assert [c.title for c in reporter.cited(report, seen)] == ["B", "A"]
 
 
 def test_verify_citations_marks_urls_the_run_never_retrieved():
     seen = [Citation(title="A", url="https://a.example/x")]
     report = "See [A](https://a.example/x), [Fake](https://fake.example/y) and https://bare.example/z."
-    checked = routing.verify_citations(report, seen)
+    checked = reporter.verify_citations(report, seen)
     assert "[A](https://a.example/x)" in checked
     assert "fake.example" not in checked and "bare.example" not in checked
-    assert f"Fake {routing.UNVERIFIED}" in checked and checked.endswith(f"{routing.UNVERIFIED}.")
+    assert f"Fake {reporter.UNVERIFIED}" in checked and checked.endswith(f"{reporter.UNVERIFIED}.")
 
 
 @pytest.mark.parametrize(
@@ -123,7 +123,7 @@ def test_verify_citations_marks_urls_the_run_never_retrieved():
     ],
 )
 def test_guess_locale_from_script(text, locale):
-    assert routing.guess_locale(text) == locale
+    assert languages.guess_locale(text) == locale
 
 
 @pytest.mark.parametrize(
@@ -139,8 +139,8 @@ def test_guess_locale_from_script(text, locale):
     ],
 )
 def test_input_problem_names_the_field(raw, field):
-    assert routing.input_problem(raw).startswith(field)
+    assert models.input_problem(raw).startswith(field)
 
 
 def test_valid_input_has_no_problem():
-    assert routing.input_problem({"question": "q", "locale": "zh_CN"}) is None
+    assert models.input_problem({"question": "q", "locale": "zh_CN"}) is None

@@ -1,0 +1,198 @@
+"""Every activity the research workflow calls, with its options.
+
+``ActivityCalls`` issues the model and tool calls of one run, as workflow
+code: each call is its own activity with an explicit timeout and retry
+policy, so a crash loses at most the call in flight. It counts usage, keeps
+the sources the run retrieved and a per-run crawl cache, all in the run's
+state (``workflows.state.RunState``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
+    from workflows.models import (
+        CodeRequest,
+        CrawlRequest,
+        IndexRequest,
+        LocalSearchRequest,
+        McpCallRequest,
+        ModelReply,
+        ModelRequest,
+        SearchRequest,
+        ToolCall,
+        ToolResult,
+    )
+    from workflows.state import RunState
+
+MODEL_CALL = dict(
+    start_to_close_timeout=timedelta(minutes=30),  # above DEEPRESEARCH_MODEL_TIMEOUT
+    heartbeat_timeout=timedelta(seconds=10),
+    retry_policy=RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=60),
+        maximum_attempts=12,
+        non_retryable_error_types=["ModelAuthError", "ModelRequestError"],
+    ),
+)
+TOOL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=20), maximum_attempts=3
+)
+TOOL_CALL = {
+    "web_search": dict(
+        start_to_close_timeout=timedelta(seconds=45),
+        heartbeat_timeout=timedelta(seconds=10),
+        retry_policy=TOOL_RETRY,
+    ),
+    "crawl": dict(
+        start_to_close_timeout=timedelta(seconds=90),
+        heartbeat_timeout=timedelta(seconds=10),
+        retry_policy=TOOL_RETRY,
+    ),
+    "run_python": dict(
+        start_to_close_timeout=timedelta(minutes=5),
+        heartbeat_timeout=timedelta(seconds=10),
+        retry_policy=RetryPolicy(maximum_attempts=2),
+    ),
+    "local_search": dict(start_to_close_timeout=timedelta(seconds=30), retry_policy=TOOL_RETRY),
+    "index_resources": dict(
+        start_to_close_timeout=timedelta(minutes=30),
+        heartbeat_timeout=timedelta(seconds=60),
+        retry_policy=TOOL_RETRY,
+    ),
+    # MCP servers: one session per call, bounded by the server's configured
+    # timeout (at most 600 s, activities/mcp_tools.py MAX_TIMEOUT).
+    "mcp_list_tools": dict(
+        start_to_close_timeout=timedelta(minutes=11),
+        heartbeat_timeout=timedelta(seconds=10),
+        retry_policy=TOOL_RETRY,
+    ),
+    "mcp_call_tool": dict(
+        start_to_close_timeout=timedelta(minutes=11),
+        heartbeat_timeout=timedelta(seconds=10),
+        retry_policy=TOOL_RETRY,
+    ),
+    "close_sandbox": dict(start_to_close_timeout=timedelta(seconds=30), retry_policy=RetryPolicy(maximum_attempts=2)),
+}
+
+
+def failure_reason(err: BaseException) -> str:
+    """The message of the error the activity raised (ours, e.g. "set
+    OPENAI_API_KEY"), not of the library error underneath it."""
+    cause = err.__cause__ if isinstance(err, ActivityError) and err.__cause__ else err
+    return str(getattr(cause, "message", None) or cause)
+
+
+MCP_AGENTS = ("researcher", "coder")  # the agents MCP servers can serve
+
+
+class ActivityCalls:
+    """Issues the model and tool calls of one research run, counting usage
+    and keeping sources and crawled pages in the run's state."""
+
+    def __init__(
+        self,
+        state: RunState,
+        max_search_results: int,
+        run_key: str,
+        on_tool: Callable[[str], None] = lambda _: None,
+    ) -> None:
+        self.state = state
+        self.max_search_results = max_search_results
+        self.run_key = run_key  # names this run's local-document index
+        self.on_tool = on_tool  # told "tool: argument" before each tool call
+        self._crawling: dict[str, asyncio.Task[ToolResult]] = {}
+        self._mcp: dict[str, asyncio.Task[list[dict]]] = {}  # MCP tool schemas by agent
+
+    async def chat(self, request: ModelRequest) -> ModelReply:
+        reply = await workflow.execute_activity("chat", request, result_type=ModelReply, **MODEL_CALL)
+        self.state.usage.llm_calls += 1
+        self.state.usage.prompt_tokens += reply.prompt_tokens
+        self.state.usage.completion_tokens += reply.completion_tokens
+        return reply
+
+    async def search(self, query: str) -> ToolResult:
+        self.state.usage.searches += 1
+        self.on_tool(f"web_search: {query}")
+        request = SearchRequest(query=query, max_results=self.max_search_results)
+        return await self._tool("web_search", request)
+
+    async def index_resources(self, paths: list[str]) -> str:
+        """Index the user's documents for local_search; returns a summary."""
+        self.on_tool(f"index_resources: {len(paths)} path(s)")
+        request = IndexRequest(run_key=self.run_key, paths=paths)
+        try:
+            return await workflow.execute_activity(
+                "index_resources", request, result_type=str, **TOOL_CALL["index_resources"]
+            )
+        except ActivityError as err:
+            return f"The local documents could not be indexed: {failure_reason(err)}"
+
+    async def local_search(self, query: str) -> ToolResult:
+        self.state.usage.searches += 1
+        self.on_tool(f"local_search: {query}")
+        request = LocalSearchRequest(run_key=self.run_key, query=query, max_results=self.max_search_results)
+        return await self._tool("local_search", request)
+
+    async def crawl(self, url: str) -> ToolResult:
+        if url in self.state.crawled:  # the same URL is fetched once per run
+            return self.state.crawled[url]
+        if url not in self._crawling:  # and parallel steps share one fetch
+            self.state.usage.crawls += 1
+            self.on_tool(f"crawl: {url}")
+            self._crawling[url] = asyncio.create_task(self._tool("crawl", CrawlRequest(url=url)))
+        result = self.state.crawled[url] = await self._crawling[url]
+        self._crawling.pop(url, None)
+        return result
+
+    async def run_python(self, request: CodeRequest) -> ToolResult:
+        self.state.usage.code_runs += 1
+        self.on_tool(f"run_python: {request.code.strip().splitlines()[0][:80]}")
+        return await self._tool("run_python", request)
+
+    async def mcp_tools(self, role: str) -> list[dict]:
+        """The MCP tool schemas ``role`` may use, listed once per run (parallel
+        steps share the listing). No MCP servers, or none working: []."""
+        if role not in MCP_AGENTS or not workflow.patched("mcp-tools"):
+            return []
+        if role not in self._mcp:
+            self._mcp[role] = asyncio.create_task(self._list_mcp_tools(role))
+        return await self._mcp[role]
+
+    async def _list_mcp_tools(self, role: str) -> list[dict]:
+        try:
+            return await workflow.execute_activity(
+                "mcp_list_tools", role, result_type=list[dict], **TOOL_CALL["mcp_list_tools"]
+            )
+        except ActivityError as err:
+            self.on_tool(f"MCP tools unavailable: {failure_reason(err)}")
+            return []
+
+    async def mcp_call(self, call: ToolCall, role: str) -> ToolResult:
+        self.on_tool(f"{call.name}: {call.arguments[:80]}")
+        request = McpCallRequest(name=call.name, arguments_json=call.arguments, agent=role)
+        return await self._tool("mcp_call_tool", request)
+
+    async def close_sandbox(self, session: str) -> None:
+        try:
+            await workflow.execute_activity("close_sandbox", session, **TOOL_CALL["close_sandbox"])
+        except ActivityError:
+            pass  # the worker's idle reaper closes it anyway
+
+    async def _tool(self, name: str, request: object) -> ToolResult:
+        """A failed tool call becomes a readable error for the agent."""
+        try:
+            result = await workflow.execute_activity(name, request, result_type=ToolResult, **TOOL_CALL[name])
+        except ActivityError as err:
+            return ToolResult(error=True, content=f"Error: {name} failed: {failure_reason(err)}")
+        for source in result.sources:
+            self.state.sources.setdefault(source.url, source)
+        return result

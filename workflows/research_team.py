@@ -1,0 +1,81 @@
+"""Step 5 of the flow, the research team: the plan's steps, each done by an
+agent — research steps by the researcher (web search, crawl, local search),
+processing steps by the coder (Python), analysis steps by the analyst (no
+tools). Consecutive research steps run side by side; a step sees the
+findings of the steps finished before it.
+
+``batches`` is the decision, a pure function of the plan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import workflow
+
+from workflows.agent import agent_tools, run_agent
+
+with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
+    from workflows.models import Plan
+    from workflows.state import Box
+
+AGENT_FOR_STEP = {"research": "researcher", "processing": "coder", "analysis": "analyst"}
+
+
+def batches(plan: Plan, parallel: bool) -> list[list[int]]:
+    """Indexes of steps to run together. Consecutive research steps form one
+    batch; processing and analysis steps wait for everything before them,
+    and the steps after them wait for them. Sequential mode: one at a time."""
+    todo = [i for i, step in enumerate(plan.steps) if step.execution_res is None]
+    if not parallel:
+        return [[i] for i in todo]
+    groups: list[list[int]] = []
+    for i in todo:
+        if plan.steps[i].step_type == "research" and groups and _all_research(plan, groups[-1]):
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+def _all_research(plan: Plan, group: list[int]) -> bool:
+    return all(plan.steps[i].step_type == "research" for i in group)
+
+
+class ResearchTeam:
+    """Runs batches of a plan's steps, at most ``max_parallel_steps`` at once,
+    and knows which are running (for the status query)."""
+
+    def __init__(self, box: Box) -> None:
+        self.box = box
+        self.running: set[int] = set()
+        self.limit = asyncio.Semaphore(box.request.max_parallel_steps)
+
+    async def run_batch(self, plan: Plan, batch: list[int]) -> None:
+        earlier = self.box.state.findings()  # steps see what finished before them
+        await asyncio.gather(*(self.run_step(plan, i, earlier) for i in batch))
+        self.box.state.observations += [plan.steps[i].execution_res or "" for i in batch]
+
+    async def run_step(self, plan: Plan, index: int, earlier: str) -> None:
+        box, step = self.box, plan.steps[index]
+        async with self.limit:
+            self.running.add(index)
+            workflow.set_current_details(f"Step {index + 1}/{len(plan.steps)}: {step.title}")
+            box.emit("step_started", step.title, index)
+            task = f"# Research question\n{box.state.topic}\n\n# Your step\n## {step.title}\n{step.description}\n\n" + (
+                f"# Findings of earlier steps\n{earlier}\n" if earlier else ""
+            )
+            session = f"{workflow.info().workflow_id}/{box.state.plan_iterations}/{index}"
+            role = AGENT_FOR_STEP[step.step_type]
+            has_resources = bool(box.request.resources)
+            step.execution_res = await run_agent(
+                box.calls,
+                role,
+                task,
+                box.variables(has_resources=has_resources),
+                box.request.agent_max_turns,
+                session,
+                agent_tools(role, has_resources),
+            )
+            self.running.discard(index)
+            box.emit("step_finished", step.title, index)

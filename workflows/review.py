@@ -1,0 +1,79 @@
+"""Step 4 of the flow, the human review: the plan waits (durably, for days if
+need be) for feedback that starts with ``[ACCEPTED]`` or ``[EDIT_PLAN]
+<changes>``; anything else is rejected with the reason and the plan keeps
+waiting.
+
+``parse_review`` is the decision, a pure function of the feedback text.
+``PlanReview`` is the waiting itself, used by the workflow's review signal,
+update and validator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+ACCEPT = "[ACCEPTED]"
+EDIT = "[EDIT_PLAN]"
+
+
+class InvalidReview(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Review:
+    accepted: bool
+    edit: str = ""  # the requested change when not accepted
+
+
+def parse_review(feedback: str) -> Review:
+    """``[ACCEPTED]`` or ``[EDIT_PLAN] <text>`` (case-insensitive); anything
+    else raises InvalidReview with a message for the user."""
+    if not isinstance(feedback, str):
+        raise InvalidReview("review feedback must be a string")
+    text = feedback.strip()
+    upper = text.upper()
+    if upper.startswith(ACCEPT):
+        return Review(accepted=True)
+    if upper.startswith(EDIT):
+        change = text[len(EDIT) :].strip()
+        if not change:
+            raise InvalidReview(f"{EDIT} needs the requested change after it, e.g. '{EDIT} add a step on costs'")
+        return Review(accepted=False, edit=change)
+    shown = text[:40] + ("…" if len(text) > 40 else "")
+    raise InvalidReview(f"feedback must start with {ACCEPT} or {EDIT} <changes>; got {shown!r}")
+
+
+class PlanReview:
+    """A plan waiting for its review: at most one review is taken per plan."""
+
+    def __init__(self) -> None:
+        self.pending = False
+        self.feedback: str | None = None  # set by a review while one is pending
+
+    def check(self, feedback: str, phase: str) -> None:
+        """Raise ApplicationError (the update's rejection) unless ``feedback``
+        can be taken now."""
+        if self.pending and self.feedback is not None:
+            raise ApplicationError("the plan has already been reviewed; its review is being processed")
+        if not self.pending:
+            raise ApplicationError(f"no plan is waiting for review (phase: {phase})")
+        try:
+            parse_review(feedback)
+        except InvalidReview as err:
+            raise ApplicationError(str(err)) from None
+
+    async def wait(self, timeout: timedelta | None) -> Review | None:
+        """The review, or None when ``timeout`` passes first."""
+        self.feedback, self.pending = None, True
+        try:
+            await workflow.wait_condition(lambda: self.feedback is not None, timeout=timeout)
+        except TimeoutError:
+            return None
+        finally:
+            self.pending = False
+        return parse_review(self.feedback or "")

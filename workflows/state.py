@@ -1,0 +1,65 @@
+"""What a research run knows, in one model owned by the workflow.
+
+``RunState`` is everything a run has gathered (topic, plan, findings, usage,
+sources, crawl cache, the planner's conversation, the progress stream), so
+continue-as-new hands it whole to the next run. What a new run starts afresh
+(the phase, which steps are running, a pending review or question) lives on
+the workflow object.
+
+``Box`` is what each box of the flow (coordinator, planner, research team,
+reporter) works with: the run's settings, its state, the activity calls and
+two small services of the conductor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field, field_validator
+from temporalio.contrib.workflow_streams import WorkflowStreamState
+
+from workflows.models import Citation, Message, Plan, ResearchInput, ToolResult, Usage
+
+if TYPE_CHECKING:
+    from workflows.activity_calls import ActivityCalls
+
+
+class RunState(BaseModel):
+    topic: str
+    locale: str
+    background: str = ""  # what the background investigation found
+    plan: Plan | None = None  # the current plan; finished steps carry their findings
+    plan_iterations: int = 0  # accepted plans and replanning rounds
+    observations: list[str] = Field(default_factory=list)  # each finished step's findings, in order
+    usage: Usage = Field(default_factory=Usage)
+    sources: dict[str, Citation] = Field(default_factory=dict)  # retrieved sources by URL
+    crawled: dict[str, ToolResult] = Field(default_factory=dict)  # the per-run crawl cache
+    planner_history: str | None = None  # blob ref of the planner's conversation
+    planner_pending: list[Message] = Field(default_factory=list)  # turns for its next call
+    stream: WorkflowStreamState | None = None  # the progress stream, when continuing
+    mid_plan: bool = False  # continued between two batches of an accepted plan's steps
+
+    @field_validator("sources", mode="before")
+    @classmethod
+    def _sources_by_url(cls, value: Any) -> Any:
+        # Runs continued before the state was one model carried a list.
+        if isinstance(value, list):
+            return {c["url"] if isinstance(c, dict) else c.url: c for c in value}
+        return value
+
+    def findings(self) -> str:
+        """Every finished step's findings, as markdown sections."""
+        if self.plan is None:
+            return ""
+        return "\n\n".join(f"## {s.title}\n{s.execution_res}" for s in self.plan.steps if s.execution_res)
+
+
+@dataclass
+class Box:
+    request: ResearchInput
+    state: RunState
+    calls: ActivityCalls
+    variables: Callable[..., dict]  # prompt variables: locale, current time, and extras
+    emit: Callable[..., None]  # publish a progress event: emit(kind, text, step=None)
