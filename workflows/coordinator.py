@@ -14,12 +14,13 @@ from typing import Literal
 
 from temporalio import workflow
 
+from workflows.box import Box
+
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     import json_repair
 
     from workflows.languages import locale_tag
     from workflows.models import Message, ModelReply, ModelRequest
-    from workflows.state import Box
 
 HANDOFF_TOOLS = ("handoff_to_planner", "handoff_after_clarification")
 

@@ -24,6 +24,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows import coordinator, investigation, planner, reporter
 from workflows.activity_calls import ActivityCalls, failure_reason
+from workflows.box import Box
 from workflows.research_team import ResearchTeam, batches
 from workflows.review import PlanReview, Review, parse_review
 
@@ -43,7 +44,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
         StepStatus,
         input_problem,
     )
-    from workflows.state import Box, RunState
+    from workflows.state import RunState
 
 
 @workflow.defn(name="DeepResearch")

@@ -4,10 +4,7 @@ it finds is extra context for the planner."""
 
 from __future__ import annotations
 
-from temporalio import workflow
-
-with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
-    from workflows.state import Box
+from workflows.box import Box
 
 
 async def investigate(box: Box) -> str:

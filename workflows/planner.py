@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 from temporalio import workflow
 
+from workflows.box import Box
+
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     import json_repair
 
     from workflows.models import Message, ModelRequest, Plan
-    from workflows.state import Box, RunState
+    from workflows.state import RunState
 
 
 class PlanError(ValueError):

@@ -11,9 +11,10 @@ import re
 
 from temporalio import workflow
 
+from workflows.box import Box
+
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.models import Citation, Message, ModelRequest
-    from workflows.state import Box
 
 _URL = re.compile(r"(?:https?|file)://[^\s)\]>\"'<]+")
 _LINK = re.compile(r"\[([^\]]*)\]\(((?:https?|file)://[^\s)]+)\)")

@@ -14,10 +14,10 @@ import asyncio
 from temporalio import workflow
 
 from workflows.agent import agent_tools, run_agent
+from workflows.box import Box
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.models import Plan
-    from workflows.state import Box
 
 AGENT_FOR_STEP = {"research": "researcher", "processing": "coder", "analysis": "analyst"}
 

@@ -5,25 +5,16 @@ sources, crawl cache, the planner's conversation, the progress stream), so
 continue-as-new hands it whole to the next run. What a new run starts afresh
 (the phase, which steps are running, a pending review or question) lives on
 the workflow object.
-
-``Box`` is what each box of the flow (coordinator, planner, research team,
-reporter) works with: the run's settings, its state, the activity calls and
-two small services of the conductor.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
-from workflows.models import Citation, Message, Plan, ResearchInput, ToolResult, Usage
-
-if TYPE_CHECKING:
-    from workflows.activity_calls import ActivityCalls
+from workflows.models import Citation, Message, Plan, ToolResult, Usage
 
 
 class RunState(BaseModel):
@@ -54,12 +45,3 @@ class RunState(BaseModel):
         if self.plan is None:
             return ""
         return "\n\n".join(f"## {s.title}\n{s.execution_res}" for s in self.plan.steps if s.execution_res)
-
-
-@dataclass
-class Box:
-    request: ResearchInput
-    state: RunState
-    calls: ActivityCalls
-    variables: Callable[..., dict]  # prompt variables: locale, current time, and extras
-    emit: Callable[..., None]  # publish a progress event: emit(kind, text, step=None)

@@ -1,0 +1,21 @@
+"""What each box of the flow (coordinator, investigation, planner, research
+team, reporter) works with: the run's settings, its state, the activity
+calls, and two small services of the conductor."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from workflows.activity_calls import ActivityCalls
+from workflows.models import ResearchInput
+from workflows.state import RunState
+
+
+@dataclass
+class Box:
+    request: ResearchInput
+    state: RunState
+    calls: ActivityCalls
+    variables: Callable[..., dict]  # prompt variables: locale, current time, and extras
+    emit: Callable[..., None]  # publish a progress event: emit(kind, text, step=None)
