@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from datetime import UTC, timedelta
 from email.utils import parsedate_to_datetime
 from functools import cache
@@ -28,17 +27,12 @@ from activities import context, text_tools
 from activities.blobs import BlobStore
 from activities.heartbeat import heartbeating
 from infra.settings import Settings
+from workflows.clean import clean_text
+from workflows.model_output import read_plan, repair_arguments, strip_think
 from workflows.models import Message, ModelReply, ModelRequest, ToolCall
 
 # Error types the workflow's retry policy must not retry.
 NON_RETRYABLE = ["ModelAuthError", "ModelRequestError"]
-
-_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
-
-
-def strip_think(text: str) -> str:
-    """Remove <think>…</think> reasoning that some models put in their answer."""
-    return _THINK.sub("", text).strip()
 
 
 @cache
@@ -182,12 +176,8 @@ class ModelActivities:
         if not response.choices:
             raise ApplicationError("the model returned no choices", type="ModelUnavailable")
         message = response.choices[0].message
-        content = strip_think(message.content or "")
-        calls = [
-            ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "{}")
-            for c in message.tool_calls or []
-            if getattr(c, "function", None)
-        ]
+        content = strip_think(clean_text(message.content))
+        calls = tool_calls(message.tool_calls)
         allowed = request.tools + [t["function"]["name"] for t in request.extra_tools]
         if self.settings.tool_calling != "native" and allowed and request.tool_choice == "auto":
             content, calls = text_tools.parse_reply(content, allowed)
@@ -196,10 +186,42 @@ class ModelActivities:
             json.dumps([m.model_dump(exclude_defaults=True) for m in conversation + [reply]])
         )
         usage = response.usage
+        reading = None
+        if request.output == "plan":  # json-repair can take long on hostile text: off the event loop
+            reading = await asyncio.to_thread(
+                read_plan, content, request.max_steps or 20, request.variables.get("locale") or "en-US", request.topic
+            )
         return ModelReply(
             content=reply.content,
             tool_calls=calls,
             history=history,
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
+            prompt_tokens=_count(usage, "prompt_tokens"),
+            completion_tokens=_count(usage, "completion_tokens"),
+            plan=reading.plan if reading else None,
+            problem=reading.problem if reading else None,
+            steps_cut=reading.cut if reading else [],
         )
+
+
+def _count(usage: Any, name: str) -> int:
+    value = getattr(usage, name, None) if usage is not None else None
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def tool_calls(raw: Any) -> list[ToolCall]:
+    """The model's tool calls, whatever their shape: names and ids cleaned,
+    missing or repeated ids replaced (every call must be answered under its
+    own id), arguments repaired into a JSON object where possible."""
+    calls: list[ToolCall] = []
+    seen: set[str] = set()
+    for n, call in enumerate(raw or []):
+        function = getattr(call, "function", None)
+        if function is None:
+            continue
+        ident = clean_text(getattr(call, "id", None)).strip()[:200]
+        if not ident or ident in seen:
+            ident = f"call_{n}_{len(seen)}"
+        seen.add(ident)
+        name = clean_text(getattr(function, "name", None)).strip()[:200]
+        calls.append(ToolCall(id=ident, name=name, arguments=repair_arguments(getattr(function, "arguments", None))))
+    return calls

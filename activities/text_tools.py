@@ -11,8 +11,7 @@ import hashlib
 import json
 import re
 
-import json_repair
-
+from workflows.model_output import load_json
 from workflows.models import ToolCall
 
 RESULT_PREFIX = "[result of tool call "
@@ -40,7 +39,7 @@ def as_text(messages: list[dict]) -> list[dict]:
     for message in messages:
         if message.get("tool_calls"):
             calls = [
-                {"name": c["function"]["name"], "arguments": json_repair.loads(c["function"]["arguments"] or "{}")}
+                {"name": c["function"]["name"], "arguments": load_json(c["function"]["arguments"] or "{}")[0] or {}}
                 for c in message["tool_calls"]
             ]
             names.update({c["id"]: c["function"]["name"] for c in message["tool_calls"]})
@@ -61,13 +60,13 @@ def parse_reply(text: str, allowed: list[str]) -> tuple[str, list[ToolCall]]:
     stripped = _FENCE.sub("", text.strip()).strip()
     if not stripped.startswith("{") or "tool_calls" not in stripped:
         return text, []
-    data = json_repair.loads(stripped)
+    data, _ = load_json(stripped)  # never raises, bounded in size and depth
     raw_calls = data.get("tool_calls") if isinstance(data, dict) else None
     if not isinstance(raw_calls, list):
         return text, []
     calls = []
     for n, call in enumerate(raw_calls):
-        if isinstance(call, dict) and call.get("name") in allowed:
+        if isinstance(call, dict) and isinstance(call.get("name"), str) and call["name"] in allowed:
             arguments = json.dumps(call.get("arguments") or {}, ensure_ascii=False)
             digest = hashlib.sha256(f"{n}{call['name']}{arguments}".encode()).hexdigest()[:12]
             calls.append(ToolCall(id=f"call_{digest}", name=call["name"], arguments=arguments))

@@ -106,9 +106,12 @@ def event_line(event: ProgressEvent) -> str:
         "tool_call": f"  {event.text}",
         "review_requested": "the plan is waiting for review",
         "question": f"question: {event.text}",
+        "review_received": f"review received: {event.text}",
+        "answer_received": f"answer received: {event.text}",
+        "notice": f"note: {event.text}",
         "finished": f"run finished: {event.text}",
         "failed": f"run failed: {event.text}",
-    }[event.kind]
+    }.get(event.kind, f"{event.kind}: {event.text}")
 
 
 def print_report(console: Console, markdown: str) -> None:

@@ -49,6 +49,9 @@ class ScriptedLLM(ScriptedServer):
         super().__init__(api_key)
         self.handler: Handler = handler or (lambda request: Reply("ok"))
         self._ids = itertools.count(1)
+        # Reject conversations a real provider rejects (a tool call without
+        # its answer, an answer without its call), as OpenAI does with a 400.
+        self.strict_conversation = True
 
     @property
     def base_url(self) -> str:
@@ -67,6 +70,8 @@ class ScriptedLLM(ScriptedServer):
         return json_response(status, {"error": error}, headers)
 
     def _reply(self, request: dict) -> Response:
+        if self.strict_conversation and (problem := conversation_problem(request.get("messages") or [])):
+            return self._error(400, problem, {})
         reply = self.handler(request)
         if isinstance(reply, str):
             reply = Reply(reply)
@@ -144,6 +149,34 @@ def _sse(completion: dict, request: dict) -> Iterator[bytes]:
     if (request.get("stream_options") or {}).get("include_usage"):
         yield (f"data: {json.dumps(head | {'choices': [], 'usage': completion['usage']})}\n\n").encode()
     yield b"data: [DONE]\n\n"
+
+
+def conversation_problem(messages: list[dict]) -> str | None:
+    """Why a provider would reject this conversation's tool calls, or None:
+    every tool call is answered exactly once, right after its message, and
+    every tool message answers a call."""
+    open_ids: list[str] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in open_ids:
+                return f"Invalid parameter: messages with role 'tool' must be a response to a preceding message with 'tool_calls' (tool_call_id {call_id!r})"
+            open_ids.remove(call_id)
+            continue
+        if open_ids:
+            return (
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(open_ids)}"
+            )
+        if role == "assistant":
+            ids = [c.get("id") for c in message.get("tool_calls") or []]
+            if len(set(ids)) != len(ids) or not all(isinstance(i, str) and i for i in ids):
+                return "Invalid 'messages': tool call ids must be unique non-empty strings"
+            open_ids = list(ids)
+    if open_ids:
+        return f"The following tool_call_ids did not have response messages: {', '.join(open_ids)}"
+    return None
 
 
 # -- helpers for writing scripts ------------------------------------------------

@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.models import (
@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
         IndexRequest,
         LocalSearchRequest,
         McpCallRequest,
+        Message,
         ModelReply,
         ModelRequest,
         SearchRequest,
@@ -91,7 +92,11 @@ def failure_reason(err: BaseException) -> str:
     return str(getattr(cause, "message", None) or cause)
 
 
+EMPTY_REPLY = "Your reply was empty. Please answer now."
 MCP_AGENTS = ("researcher", "coder")  # the agents MCP servers can serve
+# Tool activities one run has in flight at most (the server allows 2,000 per
+# workflow; parallel steps times tool calls per turn stay far below this).
+MAX_TOOLS_IN_FLIGHT = 32
 
 
 class ActivityCalls:
@@ -110,6 +115,7 @@ class ActivityCalls:
         self.run_key = run_key  # names this run's local-document index
         self.on_tool = on_tool  # told "tool: argument" before each tool call
         self._crawling: dict[str, asyncio.Task[ToolResult]] = {}
+        self._in_flight = asyncio.Semaphore(MAX_TOOLS_IN_FLIGHT)
         self._mcp: dict[str, asyncio.Task[list[dict]]] = {}  # MCP tool schemas by agent
 
     async def chat(self, request: ModelRequest) -> ModelReply:
@@ -118,6 +124,28 @@ class ActivityCalls:
         self.state.usage.prompt_tokens += reply.prompt_tokens
         self.state.usage.completion_tokens += reply.completion_tokens
         return reply
+
+    async def chat_said(self, request: ModelRequest, who: str) -> ModelReply:
+        """A model call whose reply must say something (text or a tool call):
+        an empty reply is asked again once, then the run fails clearly."""
+        reply = await self.chat(request)
+        if reply.content.strip() or reply.tool_calls or not workflow.patched("re-ask-empty-replies"):
+            return reply
+        again = request.model_copy(
+            update={
+                "history": reply.history,
+                "messages": [Message(role="user", content=EMPTY_REPLY)],
+            }
+        )
+        reply = await self.chat(again)
+        if reply.content.strip() or reply.tool_calls:
+            return reply
+        raise ApplicationError(
+            f"the {who} model returned an empty reply twice; check the model set for this role "
+            f"(DEEPRESEARCH_MODEL_{request.role.upper()} or DEEPRESEARCH_MODEL)",
+            type="EmptyModelReply",
+            non_retryable=True,
+        )
 
     async def search(self, query: str) -> ToolResult:
         self.state.usage.searches += 1
@@ -134,6 +162,8 @@ class ActivityCalls:
                 "index_resources", request, result_type=str, **TOOL_CALL["index_resources"]
             )
         except ActivityError as err:
+            if is_cancelled_exception(err):
+                raise
             return f"The local documents could not be indexed: {failure_reason(err)}"
 
     async def local_search(self, query: str) -> ToolResult:
@@ -155,7 +185,8 @@ class ActivityCalls:
 
     async def run_python(self, request: CodeRequest) -> ToolResult:
         self.state.usage.code_runs += 1
-        self.on_tool(f"run_python: {request.code.strip().splitlines()[0][:80]}")
+        first_line = next((line for line in request.code.splitlines() if line.strip()), "")
+        self.on_tool(f"run_python: {first_line.strip()[:80]}")
         return await self._tool("run_python", request)
 
     async def mcp_tools(self, role: str) -> list[dict]:
@@ -173,6 +204,8 @@ class ActivityCalls:
                 "mcp_list_tools", role, result_type=list[dict], **TOOL_CALL["mcp_list_tools"]
             )
         except ActivityError as err:
+            if is_cancelled_exception(err):
+                raise
             self.on_tool(f"MCP tools unavailable: {failure_reason(err)}")
             return []
 
@@ -190,8 +223,11 @@ class ActivityCalls:
     async def _tool(self, name: str, request: object) -> ToolResult:
         """A failed tool call becomes a readable error for the agent."""
         try:
-            result = await workflow.execute_activity(name, request, result_type=ToolResult, **TOOL_CALL[name])
+            async with self._in_flight:
+                result = await workflow.execute_activity(name, request, result_type=ToolResult, **TOOL_CALL[name])
         except ActivityError as err:
+            if is_cancelled_exception(err):
+                raise  # the run was cancelled: not the tool's failure
             return ToolResult(error=True, content=f"Error: {name} failed: {failure_reason(err)}")
         for source in result.sources:
             self.state.sources.setdefault(source.url, source)

@@ -10,17 +10,22 @@ content only.
 from __future__ import annotations
 
 import asyncio
-import json
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from temporalio import workflow
 
 from workflows.activity_calls import ActivityCalls
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
+    from workflows.model_output import read_arguments, text_argument
     from workflows.models import CodeRequest, Message, ModelRequest, ToolCall, ToolResult
+    from workflows.state import AgentCheckpoint
 
 AGENT_TOOLS = {"researcher": ["web_search", "crawl"], "coder": ["run_python"], "analyst": []}
 MCP_PREFIX = "mcp__"  # tool calls named mcp__<server>__<tool> go to mcp_call_tool
+MAX_CALLS_PER_TURN = 16  # more in one turn are answered with an error, not run
+MAX_CODE_CHARS = 100_000
 
 
 def agent_tools(role: str, has_resources: bool) -> list[str]:
@@ -43,17 +48,32 @@ async def run_agent(
     max_turns: int,
     session: str,
     names: list[str],
-) -> str:
+    *,
+    out_of_budget: Callable[[], bool] = lambda: False,
+    resume: AgentCheckpoint | None = None,
+) -> str | AgentCheckpoint:
     """A ReAct loop: the model calls tools (``names``) until it answers without
     one, or until ``max_turns`` model calls, after which it must answer
-    without tools."""
-    messages = [Message(role="user", content=task)]
-    history: str | None = None
+    without tools.
+
+    Returns the findings, or a checkpoint when the server suggests
+    continue-as-new between two turns (the next run resumes from it). Once
+    the token budget is spent no new turn starts: the agent answers from what
+    it has."""
+    checkpoint = resume or AgentCheckpoint(messages=[Message(role="user", content=task)])
+    history, messages, cells = checkpoint.history, list(checkpoint.messages), list(checkpoint.cells)
     mcp = await calls.mcp_tools(role)  # MCP tool schemas, listed once per run
     allowed = names + [t["function"]["name"] for t in mcp]
-    cells: list[str] = []  # code this step's sandbox session has run
+    paused = False
     try:
-        for _ in range(max_turns):
+        for turn in range(checkpoint.turns, max_turns):
+            if turn > checkpoint.turns and _should_pause():
+                paused = True
+                return AgentCheckpoint(history=history, messages=messages, turns=turn, cells=cells)
+            if out_of_budget():
+                if turn == 0:
+                    return "(not researched: the run's token budget was spent before this step began)"
+                break  # answer from what was gathered
             reply = await calls.chat(
                 ModelRequest(
                     role=role,
@@ -90,47 +110,81 @@ async def run_agent(
         )
         return reply.content or "(no findings)"
     finally:
-        if cells:
+        if cells and not paused:  # a paused step keeps its sandbox session
             await calls.close_sandbox(session)
+
+
+def _should_pause() -> bool:
+    """Pause between turns when the server suggests continue-as-new (a step
+    with many tool calls per turn would otherwise outgrow the history)."""
+    return workflow.info().is_continue_as_new_suggested() and workflow.patched("continue-inside-steps")
 
 
 def _known(calls: list[ToolCall], names: list[str]) -> bool:
     return any(c.name in names for c in calls)
 
 
+@dataclass(frozen=True)
+class ToolAction:
+    """What to do for one tool call: run a tool with its argument, or answer
+    with an error the model can read."""
+
+    tool: str  # "error", "mcp" or the tool's name
+    argument: str = ""  # the error text, query, URL or code
+
+
+ARGUMENT_OF = {"web_search": "query", "local_search": "query", "crawl": "url", "run_python": "code"}
+ARGUMENT_LIMIT = {"query": 2_000, "url": 4_000, "code": MAX_CODE_CHARS}
+
+
+def tool_action(call: ToolCall, names: list[str], position: int, limit: int) -> ToolAction:
+    """The decision for the ``position``-th tool call of a turn in which at
+    most ``limit`` calls run: a pure function that never raises."""
+    if position >= limit:
+        return ToolAction("error", f"only the first {limit} tool calls of a turn are run; call {call.name[:100]} again")
+    if call.name not in names:
+        return ToolAction("error", f"there is no tool {call.name[:100]!r}; use one of: {', '.join(names)}")
+    if call.name.startswith(MCP_PREFIX):  # the MCP activity parses its own arguments
+        return ToolAction("mcp")
+    args, problem = read_arguments(call.arguments)
+    if problem:
+        return ToolAction("error", f"{call.name} was not run: {problem}")
+    name = ARGUMENT_OF.get(call.name)
+    if name is None:
+        return ToolAction("error", f"{call.name} cannot be called here")
+    value = text_argument(args, name, ARGUMENT_LIMIT[name])
+    if value is None:
+        return ToolAction("error", f"{call.name} needs a non-empty {name!r} argument (a string)")
+    return ToolAction(call.name, value.strip() if name == "url" else value)
+
+
 async def _run_tools(
     calls: ActivityCalls, wanted: list[ToolCall], session: str, cells: list[str], names: list[str], role: str
 ) -> list[ToolResult]:
     """Searches and crawls of one turn run concurrently; code cells run in
-    order, since they share the session's state."""
+    order, since they share the session's state. Every call gets exactly one
+    answer."""
+    limit = len(wanted)
+    if len(wanted) > MAX_CALLS_PER_TURN and workflow.patched("bound-tool-calls"):
+        limit = MAX_CALLS_PER_TURN
 
-    async def one(call: ToolCall) -> ToolResult:
-        if call.name not in names:
-            return ToolResult(
-                error=True, content=f"Error: there is no tool {call.name!r}; use one of: {', '.join(names)}."
-            )
-        if call.name.startswith(MCP_PREFIX):  # the MCP activity parses its own arguments
+    async def one(position: int, call: ToolCall) -> ToolResult:
+        action = tool_action(call, names, position, limit)
+        if action.tool == "error":
+            return ToolResult(error=True, content=f"Error: {action.argument}.")
+        if action.tool == "mcp":
             return await calls.mcp_call(call, role)
-        try:
-            args = json.loads(call.arguments or "{}")
-        except ValueError:
-            return ToolResult(error=True, content=f"Error: the arguments of {call.name} are not valid JSON.")
-        if not isinstance(args, dict):
-            args = {}
-        if call.name == "web_search" and args.get("query"):
-            return await calls.search(str(args["query"]))
-        if call.name == "local_search" and args.get("query"):
-            return await calls.local_search(str(args["query"]))
-        if call.name == "crawl" and args.get("url"):
-            return await calls.crawl(str(args["url"]))
-        if call.name == "run_python" and args.get("code"):
-            code = str(args["code"])
-            result = await calls.run_python(CodeRequest(session=session, code=code, previous=list(cells)))
-            if not result.error:
-                cells.append(code)
-            return result
-        return ToolResult(error=True, content=f"Error: {call.name} is missing its argument.")
+        if action.tool == "web_search":
+            return await calls.search(action.argument)
+        if action.tool == "local_search":
+            return await calls.local_search(action.argument)
+        if action.tool == "crawl":
+            return await calls.crawl(action.argument)
+        result = await calls.run_python(CodeRequest(session=session, code=action.argument, previous=list(cells)))
+        if not result.error:
+            cells.append(action.argument)
+        return result
 
     if any(c.name == "run_python" for c in wanted):
-        return [await one(c) for c in wanted]
-    return list(await asyncio.gather(*(one(c) for c in wanted)))
+        return [await one(n, c) for n, c in enumerate(wanted)]
+    return list(await asyncio.gather(*(one(n, c) for n, c in enumerate(wanted))))

@@ -19,3 +19,14 @@ class Box:
     calls: ActivityCalls
     variables: Callable[..., dict]  # prompt variables: locale, current time, and extras
     emit: Callable[..., None]  # publish a progress event: emit(kind, text, step=None)
+
+    def out_of_budget(self) -> bool:
+        """Whether the run's token budget is spent (no new research turn may
+        start); remembered in the state for the result."""
+        budget = self.request.token_budget
+        if budget and self.state.usage.prompt_tokens + self.state.usage.completion_tokens >= budget:
+            if not self.state.budget_exhausted:
+                self.state.budget_exhausted = True
+                self.emit("notice", f"token budget of {budget:,} reached: no new research starts")
+            return True
+        return False

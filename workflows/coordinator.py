@@ -7,7 +7,6 @@ it may first ask the user questions.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -17,9 +16,8 @@ from temporalio import workflow
 from workflows.box import Box
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
-    import json_repair
-
     from workflows.languages import locale_tag
+    from workflows.model_output import read_arguments
     from workflows.models import Message, ModelReply, ModelRequest
 
 HANDOFF_TOOLS = ("handoff_to_planner", "handoff_after_clarification")
@@ -49,7 +47,7 @@ async def coordinate(box: Box, ask_user: Callable[[str], Awaitable[str]]) -> Coo
             max_rounds=r.max_clarification_rounds,
             rounds_left=r.max_clarification_rounds - asked,
         )
-        reply = await box.calls.chat(
+        reply = await box.calls.chat_said(
             ModelRequest(
                 role="coordinator",
                 prompt="coordinator",
@@ -57,7 +55,8 @@ async def coordinate(box: Box, ask_user: Callable[[str], Awaitable[str]]) -> Coo
                 history=history,
                 messages=messages,
                 tools=tools,
-            )
+            ),
+            "coordinator",
         )
         decision = coordination(reply, r.question, may_ask=may_ask)
         if decision.kind != "ask":
@@ -75,18 +74,10 @@ def coordination(reply: ModelReply, question: str, may_ask: bool = False) -> Coo
     """What the coordinator decided. With no tool call the reply is an answer
     (or, in clarification mode, a question for the user)."""
     for call in reply.tool_calls:
-        args = _loads(call.arguments)
+        args, _ = read_arguments(call.arguments)  # the activity repaired what it could
         if call.name in HANDOFF_TOOLS:
             topic = str(args.get("research_topic") or "").strip() or question
             return Coordination("handoff", topic=topic, locale=locale_tag(args.get("locale")))
         if call.name == "decline_request":
             return Coordination("decline", text=str(args.get("reply") or reply.content).strip())
     return Coordination("ask" if may_ask else "answer", text=reply.content.strip())
-
-
-def _loads(arguments: str) -> dict:
-    try:
-        value = json.loads(arguments or "{}")
-    except ValueError:
-        value = json_repair.loads(arguments or "{}")
-    return value if isinstance(value, dict) else {}

@@ -15,12 +15,13 @@ continue-as-new carries whole.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.contrib.workflow_streams import WorkflowStream
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 from workflows import coordinator, investigation, planner, reporter
 from workflows.activity_calls import ActivityCalls, failure_reason
@@ -29,11 +30,13 @@ from workflows.research_team import ResearchTeam, batches
 from workflows.review import PlanReview, Review, parse_review
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
+    from workflows.clean import clean_text
     from workflows.languages import guess_locale
     from workflows.models import (
         PHASE_ATTRIBUTE,
         PROGRESS_TOPIC,
         TITLE_ATTRIBUTE,
+        Clarification,
         Phase,
         Plan,
         ProgressEvent,
@@ -50,14 +53,18 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
 @workflow.defn(name="DeepResearch")
 class DeepResearch:
     @workflow.init
-    def __init__(self, raw: Any, carried: RunState | None = None) -> None:
+    def __init__(self, raw: Any, carried: Any = None) -> None:
         # Validated here, not by the data converter: bad input from any client
-        # (e.g. `temporal workflow start`) then fails the run with a clear
-        # message instead of failing workflow tasks forever.
-        self.invalid = input_problem(raw)
+        # (e.g. `temporal workflow start --input … --input …`) then fails the
+        # run with a clear message instead of failing workflow tasks forever.
+        self.invalid = input_problem(raw) or state_problem(carried)
         self.request = r = ResearchInput.model_validate(raw) if not self.invalid else ResearchInput(question="?")
-        self.continued = carried is not None  # a continued run picks up where the last one stopped
-        self.state = carried or RunState(topic=r.question, locale=r.locale or guess_locale(r.question))
+        self.continued = carried is not None and not self.invalid  # picks up where the last run stopped
+        self.state = (
+            RunState.model_validate(carried)
+            if self.continued
+            else RunState(topic=r.question, locale=r.locale or guess_locale(r.question))
+        )
         self.stream = WorkflowStream(self.state.stream)  # live progress
         self.progress = self.stream.topic(PROGRESS_TOPIC, type=ProgressEvent)
         calls = ActivityCalls(
@@ -70,23 +77,38 @@ class DeepResearch:
         self.question: str | None = None  # clarification question awaiting an answer
         self.answer: str | None = None
         self.error: str | None = None
+        self.steps_cut: list[str] = []  # steps of the current plan beyond max_step_num
         # Upsert phase and title only if the starter set them (i.e. the
         # server has them registered): an unregistered key fails the task.
         self.has_attributes = PHASE_ATTRIBUTE in workflow.info().typed_search_attributes
 
     @workflow.run
-    async def run(self, raw: Any, carried: RunState | None = None) -> ResearchResult:
+    async def run(self, raw: Any, carried: Any = None) -> ResearchResult:
         if self.invalid:
             self.error = f"invalid run settings: {self.invalid}"
             self.set_phase("failed")
             raise ApplicationError(self.error, type="InvalidInput", non_retryable=True)
         try:
             return await self.research()
-        except ActivityError as err:
-            self.error = failure_reason(err)
-            self.set_phase("failed")
-            self.emit("failed", self.error)
-            raise ApplicationError(self.error, type="ResearchFailed", non_retryable=True) from err
+        except (asyncio.CancelledError, ActivityError) as err:
+            if not is_cancelled_exception(err):
+                self.fail(err)
+            # Cancelled (`deepresearch cancel`): report what was found so far.
+            self.emit("notice", "the run was cancelled: writing a report from what was found so far")
+            self.set_phase("reporting")
+            try:
+                report = await reporter.write_report(self.box, partial="the run was cancelled")
+            except ActivityError as failed:
+                self.fail(failed)
+            return self.finish("cancelled", report)
+        except ApplicationError as err:  # raised by our own workflow code
+            self.fail(err)
+
+    def fail(self, err: BaseException) -> None:
+        self.error = failure_reason(err)
+        self.set_phase("failed")
+        self.emit("failed", self.error)
+        raise ApplicationError(self.error, type="ResearchFailed", non_retryable=True) from err
 
     async def research(self) -> ResearchResult:
         r, s, box = self.request, self.state, self.box
@@ -105,7 +127,7 @@ class DeepResearch:
             if r.resources or r.enable_background_investigation:
                 self.set_phase("investigating")
             s.background += await investigation.investigate(box)
-            planner.begin(s)
+            planner.begin(s, r.question)
 
         # 3.-5. Plan, review and research until the plan has enough context or
         #       the iteration limit is reached.
@@ -113,8 +135,8 @@ class DeepResearch:
             # Continued between two batches of steps: finish the accepted plan.
             s.mid_plan = False
             await self.research_team(s.plan)
-            planner.replan(s, s.findings())
-        while s.plan_iterations < r.max_plan_iterations:
+            planner.replan(s, s.findings(), r.max_step_num)
+        while s.plan_iterations < r.max_plan_iterations and not box.out_of_budget():
             if workflow.info().is_continue_as_new_suggested():
                 await self.continue_as_new()
             self.set_phase("planning")
@@ -124,7 +146,7 @@ class DeepResearch:
                     return self.finish("plan_failed", planned.failure)
                 break
             plan = planned.plan
-            self.set_plan(plan)
+            self.set_plan(plan, list(planned.steps_cut))
             if plan.has_enough_context:
                 break
             review = await self.review()
@@ -132,15 +154,17 @@ class DeepResearch:
                 hours = r.review_timeout_hours
                 return self.finish("review_timed_out", f"No plan review arrived within {hours} hours.")
             if not review.accepted:
-                planner.edit(s, review.edit)
+                self.emit("notice", f"revising the plan with your edit: {review.edit[:200]}")
+                planner.edit(s, review.edit, r.max_step_num)
                 continue
             s.plan_iterations += 1
             await self.research_team(plan)
-            planner.replan(s, s.findings())
+            planner.replan(s, s.findings(), r.max_step_num)
 
         # 6. Reporter.
         self.set_phase("reporting")
-        return self.finish("completed", await reporter.write_report(box))
+        partial = f"the token budget of {r.token_budget:,} tokens was reached" if s.budget_exhausted else ""
+        return self.finish("completed", await reporter.write_report(box, partial))
 
     # --- the boxes that talk to the user or hand over --------------------------
 
@@ -151,6 +175,8 @@ class DeepResearch:
         self.emit("question", question)
         await workflow.wait_condition(lambda: self.answer is not None)
         answer, self.question, self.answer = self.answer or "", None, None
+        self.state.clarifications.append(Clarification(question=question, answer=answer))
+        self.emit("answer_received", answer[:200])
         self.set_phase("coordinating")
         return answer
 
@@ -166,13 +192,18 @@ class DeepResearch:
         review = await self.plan_review.wait(timeout)
         if review is None and r.on_review_timeout == "accept":
             return Review(accepted=True)
+        if review is not None:
+            self.emit("review_received", "plan accepted" if review.accepted else "plan edit requested")
         return review
 
     async def research_team(self, plan: Plan) -> None:
         self.set_phase("researching")
         todo = batches(plan, self.request.parallel_research)
         for n, batch in enumerate(todo):
-            await self.team.run_batch(plan, batch)
+            if self.box.out_of_budget():
+                break
+            if not await self.team.run_batch(plan, batch):
+                await self.continue_as_new(mid_plan=True)  # steps paused mid-way: go on in a new run
             # A long plan does not wait for its end to keep history bounded.
             if n + 1 < len(todo) and workflow.info().is_continue_as_new_suggested():
                 if workflow.patched("continue-between-steps"):
@@ -202,6 +233,8 @@ class DeepResearch:
             observations=s.observations,
             citations=reporter.cited(text, list(s.sources.values())),
             usage=s.usage,
+            clarifications=s.clarifications,
+            budget_exhausted=s.budget_exhausted,
         )
 
     def variables(self, **extra: object) -> dict:
@@ -214,12 +247,19 @@ class DeepResearch:
             workflow.upsert_search_attributes([PHASE_ATTRIBUTE.value_set(phase)])
         self.emit("phase", phase)
 
-    def set_plan(self, plan: Plan) -> None:
-        self.state.plan = plan
+    def set_plan(self, plan: Plan, steps_cut: list[str]) -> None:
+        self.state.plan, self.steps_cut = plan, steps_cut
+        self.state.plan_version += 1
         if self.has_attributes:
             workflow.upsert_search_attributes([TITLE_ATTRIBUTE.value_set(plan.title[:200])])
         steps = "; ".join(f"{i + 1}. {s.title}" for i, s in enumerate(plan.steps))
         self.emit("plan", f"{plan.title}: {steps}" if steps else plan.title)
+        if steps_cut:
+            self.emit(
+                "notice",
+                f"the planner wrote {len(plan.steps) + len(steps_cut)} steps; the limit is "
+                f"{self.request.max_step_num} (--max-step-num), so these were cut: {'; '.join(steps_cut)}",
+            )
 
     def emit(self, kind: str, text: str = "", step: int | None = None) -> None:
         self.progress.publish(ProgressEvent(kind=kind, text=text, step=step))
@@ -244,12 +284,16 @@ class DeepResearch:
             steps=steps,
             pending_question=self.question,
             review_pending=self.plan_review.pending,
+            plan_version=self.state.plan_version,
+            steps_cut=self.steps_cut,
+            clarifications=self.state.clarifications,
             usage=self.state.usage,
+            budget_exhausted=self.state.budget_exhausted,
             error=self.error,
         )
 
     @workflow.signal(name="review")
-    def review_signal(self, feedback: str) -> None:
+    def review_signal(self, feedback: Any) -> None:
         """Fire-and-forget review (works with `temporal workflow signal`);
         invalid feedback is logged and ignored, and the run keeps waiting."""
         try:
@@ -257,34 +301,52 @@ class DeepResearch:
         except ApplicationError as err:
             workflow.logger.warning("review signal ignored: %s", err.message)
             return
-        self.plan_review.feedback = feedback
+        self.plan_review.feedback = clean_text(feedback)
 
     @workflow.update(name="submit_review")
-    def submit_review(self, feedback: str) -> str:
-        self.plan_review.feedback = feedback
-        return "plan accepted" if parse_review(feedback).accepted else "plan edit requested"
+    def submit_review(self, feedback: Any, plan_version: Any = None) -> str:
+        self.plan_review.feedback = clean_text(feedback)
+        return "plan accepted" if parse_review(self.plan_review.feedback).accepted else "plan edit requested"
 
     @submit_review.validator
-    def submit_review_validator(self, feedback: str) -> None:
-        self.plan_review.check(feedback, self.phase)
+    def submit_review_validator(self, feedback: Any, plan_version: Any = None) -> None:
+        if not isinstance(feedback, str):
+            raise ApplicationError("review feedback must be a string starting with [ACCEPTED] or [EDIT_PLAN]")
+        if plan_version is not None and plan_version != self.state.plan_version:
+            raise ApplicationError(
+                f"the plan has changed since you saw it (you reviewed version {plan_version}, "
+                f"the plan waiting now is version {self.state.plan_version}): look at it again"
+            )
+        self.plan_review.check(clean_text(feedback), self.phase)
 
     @workflow.signal(name="clarify")
-    def clarify_signal(self, answer: str) -> None:
+    def clarify_signal(self, answer: Any) -> None:
         try:
             self.answer_clarification_validator(answer)
         except ApplicationError as err:
             workflow.logger.warning("clarify signal ignored: %s", err.message)
             return
-        self.answer = answer.strip()
+        self.answer = clean_text(answer).strip()
 
     @workflow.update(name="answer_clarification")
-    def answer_clarification(self, answer: str) -> str:
-        self.answer = answer.strip()
+    def answer_clarification(self, answer: Any) -> str:
+        self.answer = clean_text(answer).strip()
         return "answer received"
 
     @answer_clarification.validator
-    def answer_clarification_validator(self, answer: str) -> None:
+    def answer_clarification_validator(self, answer: Any) -> None:
         if self.question is None or self.answer is not None:
             raise ApplicationError(f"no clarification question is pending (phase: {self.phase})")
-        if not isinstance(answer, str) or not answer.strip():
+        if not isinstance(answer, str) or not clean_text(answer).strip():
             raise ApplicationError("the answer is empty")
+
+
+def state_problem(carried: Any) -> str | None:
+    """None if ``carried`` is a continued run's state (or absent), else one line."""
+    if carried is None:
+        return None
+    try:
+        RunState.model_validate(carried)
+    except ValueError as err:  # pydantic's ValidationError is a ValueError
+        return f"the second workflow argument is not a continued run's state ({str(err).splitlines()[0]})"
+    return None

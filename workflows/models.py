@@ -11,8 +11,22 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from temporalio.common import SearchAttributeKey
+
+from workflows.clean import clean_deep
+
+
+class Model(BaseModel):
+    """Base of every data model: strings are cleaned on the way in
+    (``workflows.clean``), so whatever a model, a page or a client sent can
+    always be serialised again."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _clean_strings(cls, data: Any) -> Any:
+        return clean_deep(data) if isinstance(data, dict) else data
+
 
 StepType = Literal["research", "processing", "analysis"]
 ReportStyle = Literal["academic", "popular_science", "news", "social_media", "strategic_investment"]
@@ -34,14 +48,14 @@ Phase = Literal[
     "completed",
     "failed",
 ]
-RunOutcome = Literal["completed", "answered_directly", "rejected", "plan_failed", "review_timed_out"]
+RunOutcome = Literal["completed", "answered_directly", "rejected", "plan_failed", "review_timed_out", "cancelled"]
 
 
 # --- the plan ---------------------------------------------------------------
 
 
-class Step(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
+class Step(Model):
+    model_config = ConfigDict(populate_by_name=True, coerce_numbers_to_str=True)
 
     need_search: bool = Field(default=True, validation_alias=AliasChoices("need_search", "need_web_search"))
     title: str
@@ -60,7 +74,9 @@ class Step(BaseModel):
         return value
 
 
-class Plan(BaseModel):
+class Plan(Model):
+    model_config = ConfigDict(coerce_numbers_to_str=True)
+
     locale: str = "en-US"
     has_enough_context: bool = False
     thought: str = ""
@@ -71,7 +87,15 @@ class Plan(BaseModel):
 # --- run settings and result -------------------------------------------------
 
 
-class ResearchInput(BaseModel):
+MAX_REVIEW_HOURS = 24 * 366 * 10  # ten years; longer is "no timeout"
+
+
+class Clarification(Model):
+    question: str
+    answer: str
+
+
+class ResearchInput(Model):
     """Workflow input. Everything but ``question`` is optional."""
 
     model_config = ConfigDict(extra="forbid")  # a misspelt option is an error, not ignored
@@ -92,8 +116,11 @@ class ResearchInput(BaseModel):
     parallel_research: bool = True
     max_parallel_steps: int = Field(default=4, ge=1, le=32)
     # Without a timeout a plan waits for review indefinitely (durably).
-    review_timeout_hours: float | None = Field(default=None, gt=0)
+    review_timeout_hours: float | None = Field(default=None, gt=0, le=MAX_REVIEW_HOURS, allow_inf_nan=False)
     on_review_timeout: Literal["accept", "end"] = "end"
+    # Past this many prompt + completion tokens no new research turn starts
+    # and the reporter writes from what was found.
+    token_budget: int | None = Field(default=None, ge=1)
 
     @field_validator("question")
     @classmethod
@@ -122,7 +149,7 @@ def input_problem(raw: object) -> str | None:
     return None
 
 
-class Usage(BaseModel):
+class Usage(Model):
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -131,12 +158,12 @@ class Usage(BaseModel):
     code_runs: int = 0
 
 
-class Citation(BaseModel):
+class Citation(Model):
     title: str = ""
     url: str
 
 
-class ResearchResult(BaseModel):
+class ResearchResult(Model):
     status: RunOutcome
     question: str
     locale: str
@@ -146,15 +173,17 @@ class ResearchResult(BaseModel):
     observations: list[str] = Field(default_factory=list)
     citations: list[Citation] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    clarifications: list[Clarification] = Field(default_factory=list)
+    budget_exhausted: bool = False
 
 
-class StepStatus(BaseModel):
+class StepStatus(Model):
     title: str
     step_type: StepType
     status: Literal["pending", "running", "done"] = "pending"
 
 
-class RunStatus(BaseModel):
+class RunStatus(Model):
     """What the ``status`` query returns."""
 
     phase: Phase
@@ -165,11 +194,15 @@ class RunStatus(BaseModel):
     steps: list[StepStatus] = Field(default_factory=list)
     pending_question: str | None = None
     review_pending: bool = False
+    plan_version: int = 0  # counts the plans shown; a review may name the one it approves
+    steps_cut: list[str] = Field(default_factory=list)  # steps of the current plan cut beyond the limit
+    clarifications: list[Clarification] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    budget_exhausted: bool = False
     error: str | None = None
 
 
-class ProgressEvent(BaseModel):
+class ProgressEvent(Model):
     """One item of a run's live progress stream (topic ``progress``)."""
 
     kind: Literal[
@@ -179,7 +212,10 @@ class ProgressEvent(BaseModel):
         "step_finished",
         "tool_call",
         "review_requested",
+        "review_received",
         "question",
+        "answer_received",
+        "notice",
         "finished",
         "failed",
     ]
@@ -196,13 +232,13 @@ TITLE_ATTRIBUTE = SearchAttributeKey.for_text("ResearchTitle")
 # --- model calls -------------------------------------------------------------
 
 
-class ToolCall(BaseModel):
+class ToolCall(Model):
     id: str
     name: str
     arguments: str = "{}"  # raw JSON text, as the model wrote it
 
 
-class Message(BaseModel):
+class Message(Model):
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -212,7 +248,7 @@ class Message(BaseModel):
     blob: str | None = None
 
 
-class ModelRequest(BaseModel):
+class ModelRequest(Model):
     role: str  # coordinator, planner, researcher, coder, analyst, reporter
     prompt: str  # template name under prompts/
     variables: dict[str, Any] = Field(default_factory=dict)
@@ -227,29 +263,39 @@ class ModelRequest(BaseModel):
     tool_choice: Literal["auto", "none"] = "auto"  # "none": answer without tools
     json_mode: bool = False
     reasoning: bool = False  # use the REASONING model instead of the role's
+    # "plan": the activity reads the reply as a plan (``ModelReply.plan``),
+    # at most ``max_steps`` steps, titles defaulting from ``topic``.
+    output: Literal["text", "plan"] = "text"
+    max_steps: int | None = None
+    topic: str = ""
 
 
-class ModelReply(BaseModel):
+class ModelReply(Model):
     content: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     history: str  # blob ref of the whole conversation including this reply
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # With ``output="plan"``: the plan read from the reply, or why there is
+    # none; the titles of steps cut beyond the limit.
+    plan: Plan | None = None
+    problem: str | None = None
+    steps_cut: list[str] = Field(default_factory=list)
 
 
 # --- tools -------------------------------------------------------------------
 
 
-class SearchRequest(BaseModel):
+class SearchRequest(Model):
     query: str
     max_results: int = 3
 
 
-class CrawlRequest(BaseModel):
+class CrawlRequest(Model):
     url: str
 
 
-class CodeRequest(BaseModel):
+class CodeRequest(Model):
     session: str  # one sandbox session per step
     code: str
     # Cells this session already ran successfully, oldest first; a worker
@@ -257,24 +303,24 @@ class CodeRequest(BaseModel):
     previous: list[str] = Field(default_factory=list)
 
 
-class IndexRequest(BaseModel):
+class IndexRequest(Model):
     run_key: str = Field(min_length=1)  # one index per run
     paths: list[str] = Field(default_factory=list)
 
 
-class LocalSearchRequest(BaseModel):
+class LocalSearchRequest(Model):
     run_key: str = Field(min_length=1)
     query: str
     max_results: int = 5
 
 
-class McpCallRequest(BaseModel):
+class McpCallRequest(Model):
     name: str  # the namespaced name, mcp__<server>__<tool>
     arguments_json: str = "{}"  # raw JSON text, as the model wrote it
     agent: str | None = None  # when given, the server must serve this agent
 
 
-class ToolResult(BaseModel):
+class ToolResult(Model):
     """What every tool activity returns to an agent loop."""
 
     content: str  # shown to the model

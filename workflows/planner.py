@@ -2,14 +2,14 @@
 steps, revised on the user's edits and asked again after each round of
 research (replanning). Its conversation lives in the run's state.
 
-``parse_plan`` is the decision, a pure function of the model's reply: the
-JSON is repaired and validated; a reply that is still not a plan is asked
-for once more with the reason.
+The model activity reads the reply as a plan (``workflows.model_output.
+read_plan``: repaired, validated, cut to the step limit); a reply that is
+still not a plan is asked for once more with the reason. ``parse_plan`` reads
+replies recorded before the activity did this, as the workflow did then.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from pydantic import ValidationError
@@ -20,6 +20,7 @@ from workflows.box import Box
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     import json_repair
 
+    from workflows.model_output import MAX_NESTING, MAX_REPAIR_CHARS, nesting_depth, strip_think
     from workflows.models import Message, ModelRequest, Plan
     from workflows.state import RunState
 
@@ -32,27 +33,38 @@ class PlanError(ValueError):
 class Planned:
     plan: Plan | None  # None: no valid plan after asking twice
     failure: str = ""  # why, for the result
+    steps_cut: tuple[str, ...] = ()  # titles of steps beyond the limit
 
 
-def begin(state: RunState) -> None:
-    """The planner's first request: the topic and what the background
-    investigation found."""
-    context = f"\n\n# Background investigation\n{state.background}" if state.background else ""
-    state.planner_pending = [Message(role="user", content=f"# Research question\n{state.topic}{context}")]
+def begin(state: RunState, question: str) -> None:
+    """The planner's first request: the topic, the user's own question and
+    every clarification word for word (whatever the coordinator's hand-off
+    kept of them), and what the background investigation found."""
+    parts = [f"# Research question\n{state.topic}"]
+    if state.clarifications:
+        asked = "\n".join(f"- Q: {c.question}\n  A: {c.answer}" for c in state.clarifications)
+        parts.append(f"# The user's original question\n{question}\n\n# Clarifications from the user\n{asked}")
+    if state.background:
+        parts.append(f"# Background investigation\n{state.background}")
+    state.planner_pending = [Message(role="user", content="\n\n".join(parts))]
 
 
-def edit(state: RunState, change: str) -> None:
+def edit(state: RunState, change: str, max_steps: int) -> None:
     state.planner_pending.append(
-        Message(role="user", content=f"The user reviewed the plan and asks for changes: {change}\nRevise the plan.")
+        Message(
+            role="user",
+            content=f"The user reviewed the plan and asks for changes: {change}\n"
+            f"Revise the plan; it may have at most {max_steps} steps, so merge or drop steps if needed.",
+        )
     )
 
 
-def replan(state: RunState, findings: str) -> None:
+def replan(state: RunState, findings: str, max_steps: int) -> None:
     state.planner_pending.append(
         Message(
             role="user",
             content=f"# Findings so far\n{findings}\n\nDo these findings answer the question? "
-            "If not, plan the next steps.",
+            f"If not, plan the next steps (at most {max_steps}).",
         )
     )
 
@@ -70,23 +82,37 @@ async def next_plan(box: Box) -> Planned:
                 history=state.planner_history,
                 messages=state.planner_pending,
                 json_mode=True,
+                output="plan",
+                max_steps=r.max_step_num,
+                topic=state.topic,
             )
         )
         state.planner_history, state.planner_pending = reply.history, []
-        try:
-            return Planned(parse_plan(reply.content, r.max_step_num, state.locale))
-        except PlanError as err:
-            failure = f"The planner did not produce a valid plan: {err}"
-            state.planner_pending = [
-                Message(role="user", content=f"That reply was not a valid plan: {err}. Reply with the JSON plan only.")
-            ]
+        if reply.plan is not None:
+            return Planned(reply.plan, steps_cut=tuple(reply.steps_cut))
+        problem = reply.problem
+        if problem is None:  # a reply recorded before the activity read plans
+            try:
+                return Planned(parse_plan(reply.content, r.max_step_num, state.locale))
+            except PlanError as err:
+                problem = str(err)
+        failure = f"The planner did not produce a valid plan: {problem}"
+        state.planner_pending = [
+            Message(role="user", content=f"That reply was not a valid plan: {problem}. Reply with the JSON plan only.")
+        ]
     return Planned(None, failure)
 
 
 def parse_plan(text: str, max_step_num: int, locale: str) -> Plan:
-    """Repair and validate the planner's JSON; cut steps beyond the limit."""
-    cleaned = re.sub(r"<think>.*?</think>", "", text or "", flags=re.DOTALL | re.IGNORECASE)
-    data = json_repair.loads(cleaned)
+    """The plan in a reply recorded before the model activity read plans
+    itself; PlanError when there is none. Never anything but PlanError."""
+    if len(text or "") > MAX_REPAIR_CHARS or nesting_depth(text or "") > MAX_NESTING:
+        raise PlanError("the reply is too long or too deeply nested to be a plan")
+    try:
+        cleaned = strip_think(text or "")
+        data = json_repair.loads(cleaned)
+    except Exception as err:
+        raise PlanError(f"it is not valid JSON ({type(err).__name__})") from None
     if isinstance(data, list) and data and isinstance(data[0], dict):
         data = data[0]
     if not isinstance(data, dict) or not data:
@@ -97,6 +123,8 @@ def parse_plan(text: str, max_step_num: int, locale: str) -> Plan:
     except ValidationError as err:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'plan'}: {e['msg']}" for e in err.errors()[:5])
         raise PlanError(f"the plan does not match the schema: {problems}") from None
+    except (ValueError, TypeError, RecursionError) as err:
+        raise PlanError(f"the plan could not be read: {type(err).__name__}") from None
     if not plan.steps and not plan.has_enough_context:
         raise PlanError("the plan has no steps but has_enough_context is false")
     plan.steps = plan.steps[:max_step_num]

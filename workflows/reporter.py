@@ -21,23 +21,34 @@ _LINK = re.compile(r"\[([^\]]*)\]\(((?:https?|file)://[^\s)]+)\)")
 UNVERIFIED = "[unverified source removed]"
 
 
-async def write_report(box: Box) -> str:
+async def write_report(box: Box, partial: str = "") -> str:
+    """The report; ``partial`` says why the research stopped early (the report
+    then says it is partial)."""
     state = box.state
     sources = "\n".join(f"- [{c.title or c.url}]({c.url})" for c in state.sources.values())
     parts = [f"# Research question\n{state.topic}"]
+    if partial:
+        parts.append(
+            f"# Note\nThe research stopped early ({partial}). Write the report from what was found, "
+            "and say at its start that it is partial."
+        )
     if state.plan:
         parts.append(f"# Plan: {state.plan.title}\n{state.plan.thought}")
     parts.append(f"# Findings\n{state.findings() or state.background or '(none)'}")
     parts.append(f"# Sources you may cite\n{sources or '(none)'}")
-    reply = await box.calls.chat(
+    reply = await box.calls.chat_said(
         ModelRequest(
             role="reporter",
             prompt="reporter",
             variables=box.variables(report_style=box.request.report_style),
             messages=[Message(role="user", content="\n\n".join(parts))],
-        )
+        ),
+        "reporter",
     )
-    return verify_citations(reply.content, list(state.sources.values()))
+    report = verify_citations(reply.content, list(state.sources.values()))
+    if partial and "partial" not in report[:500].lower():
+        report = f"> **Partial report:** {partial}; it covers only what was found before.\n\n{report}"
+    return report
 
 
 def _key(url: str) -> str:

@@ -51,10 +51,13 @@ class ResearchTeam:
         self.running: set[int] = set()
         self.limit = asyncio.Semaphore(box.request.max_parallel_steps)
 
-    async def run_batch(self, plan: Plan, batch: list[int]) -> None:
+    async def run_batch(self, plan: Plan, batch: list[int]) -> bool:
+        """Run the steps of ``batch``; False when some paused for continue-as-new."""
         earlier = self.box.state.findings()  # steps see what finished before them
         await asyncio.gather(*(self.run_step(plan, i, earlier) for i in batch))
-        self.box.state.observations += [plan.steps[i].execution_res or "" for i in batch]
+        done = [i for i in batch if plan.steps[i].execution_res is not None]
+        self.box.state.observations += [plan.steps[i].execution_res or "" for i in done]
+        return len(done) == len(batch)
 
     async def run_step(self, plan: Plan, index: int, earlier: str) -> None:
         box, step = self.box, plan.steps[index]
@@ -68,7 +71,7 @@ class ResearchTeam:
             session = f"{workflow.info().workflow_id}/{box.state.plan_iterations}/{index}"
             role = AGENT_FOR_STEP[step.step_type]
             has_resources = bool(box.request.resources)
-            step.execution_res = await run_agent(
+            outcome = await run_agent(
                 box.calls,
                 role,
                 task,
@@ -76,6 +79,12 @@ class ResearchTeam:
                 box.request.agent_max_turns,
                 session,
                 agent_tools(role, has_resources),
+                out_of_budget=box.out_of_budget,
+                resume=box.state.agents.pop(index, None),
             )
             self.running.discard(index)
-            box.emit("step_finished", step.title, index)
+            if isinstance(outcome, str):
+                step.execution_res = outcome
+                box.emit("step_finished", step.title, index)
+            else:
+                box.state.agents[index] = outcome  # paused: the next run goes on from here

@@ -11,13 +11,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import Field, field_validator
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
-from workflows.models import Citation, Message, Plan, ToolResult, Usage
+from workflows.models import Citation, Clarification, Message, Model, Plan, ToolResult, Usage
 
 
-class RunState(BaseModel):
+class AgentCheckpoint(Model):
+    """Where an agent's loop stands between two turns, so a step can go on in
+    the next run after continue-as-new."""
+
+    history: str | None = None  # blob ref of the conversation so far
+    messages: list[Message] = Field(default_factory=list)  # turns for the next model call
+    turns: int = 0  # model calls made
+    cells: list[str] = Field(default_factory=list)  # code the step's sandbox session has run
+
+
+class RunState(Model):
     topic: str
     locale: str
     background: str = ""  # what the background investigation found
@@ -31,6 +41,10 @@ class RunState(BaseModel):
     planner_pending: list[Message] = Field(default_factory=list)  # turns for its next call
     stream: WorkflowStreamState | None = None  # the progress stream, when continuing
     mid_plan: bool = False  # continued between two batches of an accepted plan's steps
+    agents: dict[int, AgentCheckpoint] = Field(default_factory=dict)  # paused steps, by index
+    clarifications: list[Clarification] = Field(default_factory=list)  # the user's answers, word for word
+    plan_version: int = 0  # counts the plans shown for review
+    budget_exhausted: bool = False  # the token budget stopped the research
 
     @field_validator("sources", mode="before")
     @classmethod
