@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from datetime import UTC, timedelta
 from email.utils import parsedate_to_datetime
 from functools import cache
@@ -75,9 +76,24 @@ def _retry_after(err: openai.APIStatusError) -> timedelta | None:
     return timedelta(seconds=min(max(seconds, 0.0), 120.0))
 
 
-def classify(err: Exception) -> ApplicationError:
+_BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
+_KEY_LIKE = re.compile(r"\b(sk|tvly|e2b)-[A-Za-z0-9_\-]{6,}")
+
+
+def scrub(text: str, secrets: list[str] = ()) -> str:
+    """``text`` without the worker's secrets or anything that looks like a
+    key or bearer token (providers sometimes echo the request's headers)."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return _KEY_LIKE.sub(lambda m: f"{m.group(1)}-***", _BEARER.sub(r"\1***", text))
+
+
+def classify(err: Exception, secrets: list[str] = ()) -> ApplicationError:
     """Map an OpenAI client error to a Temporal error: retry rate limits,
-    timeouts and 5xx; fail fast on authentication and bad requests."""
+    timeouts and 5xx; fail fast on authentication and bad requests. What the
+    provider said is scrubbed of secrets before it reaches history."""
+    said = scrub(str(getattr(err, "message", None) or err), secrets)
     if isinstance(err, openai.AuthenticationError):
         return ApplicationError(
             "the model provider rejected the API key (HTTP 401): set OPENAI_API_KEY to a valid key for OPENAI_BASE_URL",
@@ -86,30 +102,30 @@ def classify(err: Exception) -> ApplicationError:
         )
     if isinstance(err, openai.PermissionDeniedError):
         return ApplicationError(
-            f"the model provider refused access (HTTP 403): {err.message}",
+            f"the model provider refused access (HTTP 403): {said}",
             type="ModelAuthError",
             non_retryable=True,
         )
     if isinstance(err, openai.RateLimitError):
         return ApplicationError(
-            f"rate limited by the model provider (HTTP 429): {err.message}",
+            f"rate limited by the model provider (HTTP 429): {said}",
             type="ModelRateLimited",
             next_retry_delay=_retry_after(err),
         )
     if isinstance(err, openai.APIStatusError):
         if err.status_code in (408, 409) or err.status_code >= 500:
             return ApplicationError(
-                f"model provider error (HTTP {err.status_code}): {err.message}",
+                f"model provider error (HTTP {err.status_code}): {said}",
                 type="ModelUnavailable",
                 next_retry_delay=_retry_after(err),
             )
         return ApplicationError(
-            f"the model provider rejected the request (HTTP {err.status_code}): {err.message}",
+            f"the model provider rejected the request (HTTP {err.status_code}): {said}",
             type="ModelRequestError",
             non_retryable=True,
         )
     # Connection errors, timeouts, truncated or malformed responses: retry.
-    return ApplicationError(f"model call failed: {type(err).__name__}: {err}", type="ModelUnavailable")
+    return ApplicationError(f"model call failed: {type(err).__name__}: {said}", type="ModelUnavailable")
 
 
 class ModelActivities:
@@ -172,7 +188,7 @@ class ModelActivities:
             async with heartbeating():
                 response = await self.client.chat.completions.create(**kwargs)
         except openai.OpenAIError as err:
-            raise classify(err) from err
+            raise classify(err, self.settings.secrets) from None
         if not response.choices:
             raise ApplicationError("the model returned no choices", type="ModelUnavailable")
         message = response.choices[0].message
