@@ -115,6 +115,7 @@ class ActivityCalls:
         self.run_key = run_key  # names this run's local-document index
         self.on_tool = on_tool  # told "tool: argument" before each tool call
         self._crawling: dict[str, asyncio.Task[ToolResult]] = {}
+        self._searching: dict[str, asyncio.Future[ToolResult]] = {}
         self._in_flight = asyncio.Semaphore(MAX_TOOLS_IN_FLIGHT)
         self._mcp: dict[str, asyncio.Task[list[dict]]] = {}  # MCP tool schemas by agent
 
@@ -148,10 +149,29 @@ class ActivityCalls:
         )
 
     async def search(self, query: str) -> ToolResult:
+        """A web search; the same query twice in a run (parallel steps
+        included) costs one search."""
+        key = " ".join(query.lower().split())
+        if (key in self.state.searched or key in self._searching) and workflow.patched("dedupe-searches"):
+            self.state.usage.cache_hits += 1
+            return self.state.searched.get(key) or await self._searching[key]
         self.state.usage.searches += 1
         self.on_tool(f"web_search: {query}")
         request = SearchRequest(query=query, max_results=self.max_search_results)
-        return await self._tool("web_search", request)
+        # A future, not a task, for parallel steps asking the same: the
+        # activity is scheduled right here, in the order it always was.
+        shared = self._searching[key] = asyncio.get_running_loop().create_future()
+        try:
+            result = await self._tool("web_search", request)
+            shared.set_result(result)
+        except BaseException:  # only a cancelled run gets here: _tool answers failures
+            shared.cancel()
+            raise
+        finally:
+            self._searching.pop(key, None)
+        if not result.error:
+            self.state.searched[key] = result
+        return result
 
     async def index_resources(self, paths: list[str]) -> str:
         """Index the user's documents for local_search; returns a summary."""
@@ -174,6 +194,7 @@ class ActivityCalls:
 
     async def crawl(self, url: str) -> ToolResult:
         if url in self.state.crawled:  # the same URL is fetched once per run
+            self.state.usage.cache_hits += 1
             return self.state.crawled[url]
         if url not in self._crawling:  # and parallel steps share one fetch
             self.state.usage.crawls += 1

@@ -156,6 +156,7 @@ class Usage(Model):
     searches: int = 0
     crawls: int = 0
     code_runs: int = 0
+    cache_hits: int = 0  # searches and crawls answered from the run's own cache
 
 
 class Citation(Model):

@@ -37,6 +37,7 @@ class RunState(Model):
     usage: Usage = Field(default_factory=Usage)
     sources: dict[str, Citation] = Field(default_factory=dict)  # retrieved sources by URL
     crawled: dict[str, ToolResult] = Field(default_factory=dict)  # the per-run crawl cache
+    searched: dict[str, ToolResult] = Field(default_factory=dict)  # the per-run search cache
     planner_history: str | None = None  # blob ref of the planner's conversation
     planner_pending: list[Message] = Field(default_factory=list)  # turns for its next call
     stream: WorkflowStreamState | None = None  # the progress stream, when continuing
