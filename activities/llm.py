@@ -168,6 +168,14 @@ class ModelActivities:
         if not native:  # describe the tools in the prompt instead
             system["content"] += text_tools.instruction(tools, request.tool_choice == "auto") if tools else ""
             messages = text_tools.as_text(messages)
+        if request.on_overflow == "refuse" and (size := context.total_tokens(messages)) > budget:
+            raise ApplicationError(
+                f"the request needs about {size:,} tokens; the context window leaves {budget:,}",
+                size,
+                budget,
+                type="RequestTooLarge",
+                non_retryable=True,
+            )
         messages = context.fit(messages, budget)
         kwargs: dict[str, Any] = {"model": self.settings.model_for(role), "messages": messages}
         if tools and native:

@@ -123,5 +123,11 @@ class ResearchScript:
             f"## Detailed Analysis\n{material}\n{self.report_extra}"
         )
 
+    def editor(self, request: dict) -> Reply | str:
+        """Condenses findings: keeps the lines with facts, figures or URLs."""
+        text = last_user(request)
+        kept = [line for line in text.splitlines() if re.search(r"FACT|https?://|\d", line)]
+        return "\n".join(kept[:20]) or text[:200]
+
     def unknown(self, request: dict) -> Reply | str:
         return Reply(status=400, content=f"unscripted request: {all_text(request)[:200]}")

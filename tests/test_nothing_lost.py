@@ -4,6 +4,7 @@ servers with the real worker and dev server."""
 from __future__ import annotations
 
 import asyncio
+import re
 
 from testkit.llm_server import Reply, has_tool_result
 from testkit.research_script import FACT
@@ -72,3 +73,33 @@ async def test_a_repeated_query_costs_one_search(temporal_client, task_queue, wo
     queries = [r.get("query") for r in tavily.requests]
     assert queries == ["Lantern Rock lighthouse"]  # four asks, one search
     assert result.usage.searches == 1 and result.usage.cache_hits >= 3
+
+
+async def test_a_six_step_report_under_an_8k_window_keeps_every_steps_fact(
+    temporal_client, task_queue, research_worker, llm, script
+):
+    """Six long findings do not fit the reporter's window together: each is
+    condensed first, and every step's key fact reaches the report."""
+    script.steps = [(f"Aspect {i}", "research") for i in range(6)]
+    filler = "This paragraph repeats background that matters little for the question. " * 60
+
+    def researcher(request):
+        step = re.search(r"## (Aspect \d)", request["messages"][1]["content"]).group(1)
+        return f"{filler}\nFACT: {step} measured {int(step[-1]) * 111 + 7} units\n{filler}"
+
+    script.researcher = researcher
+    async with research_worker(DEEPRESEARCH_CONTEXT_WINDOW="8000"):
+        handle = await start(
+            temporal_client,
+            task_queue,
+            QUESTION,
+            auto_accept_plan=True,
+            max_step_num=6,
+            enable_background_investigation=False,
+        )
+        async with asyncio.timeout(120):
+            result = await handle.result()
+    assert result.status == "completed"
+    for i in range(6):
+        assert f"FACT: Aspect {i} measured {i * 111 + 7} units" in result.final_report
+    assert len(llm.calls("editor")) >= 6  # each step condensed

@@ -269,6 +269,9 @@ class ModelRequest(Model):
     output: Literal["text", "plan"] = "text"
     max_steps: int | None = None
     topic: str = ""
+    # "refuse": fail with RequestTooLarge (details: tokens, budget) instead of
+    # trimming a request that does not fit the context window.
+    on_overflow: Literal["trim", "refuse"] = "trim"
 
 
 class ModelReply(Model):

@@ -7,9 +7,11 @@ only sources the run actually retrieved.
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.box import Box
 
@@ -23,7 +25,34 @@ UNVERIFIED = "[unverified source removed]"
 
 async def write_report(box: Box, partial: str = "") -> str:
     """The report; ``partial`` says why the research stopped early (the report
-    then says it is partial)."""
+    then says it is partial). When the findings do not fit the reporter's
+    context window, each step's findings are condensed first (and again, up
+    to ``CONDENSE_ROUNDS`` times): never cut off at the end."""
+    state = box.state
+    findings = [(s.title, s.execution_res) for s in state.plan.steps if s.execution_res] if state.plan else []
+    for round_ in range(CONDENSE_ROUNDS + 1):
+        last = round_ == CONDENSE_ROUNDS
+        try:
+            reply = await box.calls.chat_said(_report_request(box, findings, partial, trim=last), "reporter")
+            break
+        except ActivityError as err:
+            too_large = _too_large(err)
+            if too_large is None or not findings:
+                raise
+            box.emit(
+                "notice", f"the findings do not fit the reporter's context window: condensing ({too_large[0]:,} tokens)"
+            )
+            findings = await _condense_all(box, findings, *too_large)
+    report = verify_citations(reply.content, list(state.sources.values()))
+    if partial and "partial" not in report[:500].lower():
+        report = f"> **Partial report:** {partial}; it covers only what was found before.\n\n{report}"
+    return report
+
+
+CONDENSE_ROUNDS = 3
+
+
+def _report_request(box: Box, findings: list[tuple[str, str]], partial: str, trim: bool) -> ModelRequest:
     state = box.state
     sources = "\n".join(f"- [{c.title or c.url}]({c.url})" for c in state.sources.values())
     parts = [f"# Research question\n{state.topic}"]
@@ -34,21 +63,59 @@ async def write_report(box: Box, partial: str = "") -> str:
         )
     if state.plan:
         parts.append(f"# Plan: {state.plan.title}\n{state.plan.thought}")
-    parts.append(f"# Findings\n{state.findings() or state.background or '(none)'}")
+    found = "\n\n".join(f"## {title}\n{text}" for title, text in findings)
+    parts.append(f"# Findings\n{found or state.background or '(none)'}")
     parts.append(f"# Sources you may cite\n{sources or '(none)'}")
-    reply = await box.calls.chat_said(
-        ModelRequest(
-            role="reporter",
-            prompt="reporter",
-            variables=box.variables(report_style=box.request.report_style),
-            messages=[Message(role="user", content="\n\n".join(parts))],
-        ),
-        "reporter",
+    return ModelRequest(
+        role="reporter",
+        prompt="reporter",
+        variables=box.variables(report_style=box.request.report_style),
+        messages=[Message(role="user", content="\n\n".join(parts))],
+        on_overflow="trim" if trim else "refuse",
     )
-    report = verify_citations(reply.content, list(state.sources.values()))
-    if partial and "partial" not in report[:500].lower():
-        report = f"> **Partial report:** {partial}; it covers only what was found before.\n\n{report}"
-    return report
+
+
+def _too_large(err: ActivityError) -> tuple[int, int] | None:
+    """(tokens, budget) when the model activity refused an oversized request."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError) and cause.type == "RequestTooLarge":
+        details = list(cause.details or ())
+        if len(details) == 2 and all(isinstance(d, int) and d > 0 for d in details):
+            return details[0], details[1]
+        return 2, 1
+    return None
+
+
+async def _condense_all(box: Box, findings: list[tuple[str, str]], tokens: int, budget: int) -> list[tuple[str, str]]:
+    """Each step's findings condensed so that together they take about half
+    of the reporter's budget, steps side by side."""
+    share = max(budget // 2 // max(len(findings), 1), 60)  # tokens per step
+    texts = await asyncio.gather(*(_condense(box, text, share) for _, text in findings))
+    return [(title, text) for (title, _), text in zip(findings, texts)]
+
+
+async def _condense(box: Box, text: str, tokens: int, depth: int = 0) -> str:
+    """``text`` condensed to about ``tokens`` tokens; a text too long for one
+    call is split in parts (by characters), each condensed, then joined."""
+    request = ModelRequest(
+        role="reporter",
+        prompt="condense",
+        variables=box.variables(max_words=max(int(tokens * 0.7), 40)),
+        messages=[Message(role="user", content=text)],
+        on_overflow="refuse" if depth < 2 else "trim",
+    )
+    try:
+        reply = await box.calls.chat(request)
+    except ActivityError as err:
+        too_large = _too_large(err)
+        if too_large is None:
+            raise
+        parts = min(max(-(-too_large[0] // too_large[1]) + 1, 2), 16)
+        size = -(-len(text) // parts)
+        pieces = [text[i : i + size] for i in range(0, len(text), size)]
+        condensed = await asyncio.gather(*(_condense(box, p, max(tokens // parts, 40), depth + 1) for p in pieces))
+        return "\n".join(condensed)
+    return reply.content or text[: tokens * 3]
 
 
 def _key(url: str) -> str:
