@@ -13,19 +13,18 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
 
-from activities.blobs import BlobStore, FileBlobStore, S3BlobStore
 from activities.crawl import CrawlActivities
 from activities.llm import ModelActivities
 from activities.local_docs import LocalDocsActivities, SharedIndexes
 from activities.mcp_tools import McpActivities, load_mcp_config
 from activities.sandbox import Sandbox, SandboxActivities, make_sandbox
 from activities.search import SearchActivities
+from infra.blobs import blob_store
 from infra.errors import ConfigError, ConnectionFailed
 from infra.payload_storage import payload_storage_location as payload_storage
 from infra.process import exit_now, stop_on_signals
@@ -34,14 +33,6 @@ from infra.settings import Settings
 from infra.temporal import Connection, connect
 from infra.tracing import tracing_enabled
 from workflows.deep_research import DeepResearch
-
-
-def blob_store(data_dir: Path, env: Mapping[str, str] | None = None) -> BlobStore:
-    """Crawled pages and conversations: in the payload bucket when
-    DEEPRESEARCH_PAYLOAD_S3_BUCKET is set (workers on several machines then
-    share them), else under ``<data dir>/blobs``."""
-    s3 = S3Config.from_env(env)
-    return S3BlobStore(s3_client(s3), s3.bucket) if s3 else FileBlobStore(data_dir / "blobs")
 
 
 def shared_indexes(env: Mapping[str, str] | None = None) -> SharedIndexes | None:

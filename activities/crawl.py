@@ -26,9 +26,9 @@ import trafilatura
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.blobs import BlobStore
 from activities.heartbeat import heartbeating
 from activities.url_guard import UnsafeURL, check_url
+from infra.blobs import BlobStore
 from workflows.models import Citation, CrawlRequest, ToolResult
 
 TRANSIENT = "CrawlTransientError"

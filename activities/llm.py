@@ -25,8 +25,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import context, text_tools
-from activities.blobs import BlobStore
 from activities.heartbeat import heartbeating
+from infra.blobs import BlobStore
 from infra.settings import Settings
 from workflows.clean import clean_text
 from workflows.model_output import read_plan, repair_arguments, strip_think

@@ -35,8 +35,8 @@ from urllib.parse import quote
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.blobs import ObjectClient, get_if_present, write_atomically
 from activities.crawl import CONVERTERS, CrawlRefused, pdf_to_markdown
+from infra.blobs import ObjectClient, get_if_present, write_atomically
 from workflows.models import Citation, IndexRequest, LocalSearchRequest, ToolResult
 
 # File types, by extension.

@@ -48,8 +48,8 @@ from pydantic import (
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.blobs import BlobStore
 from activities.heartbeat import heartbeating
+from infra.blobs import BlobStore
 from infra.errors import ConfigError
 from infra.settings import data_dir as env_data_dir
 from workflows.models import Citation, McpCallRequest, ToolResult

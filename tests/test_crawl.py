@@ -13,9 +13,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 import activities.crawl as crawl_module
-from activities.blobs import FileBlobStore
 from activities.crawl import CrawlActivities
 from activities.url_guard import UnsafeURL, check_url
+from infra.blobs import FileBlobStore
 from testkit.pages import PageServer, article
 from workflows.models import CrawlRequest
 

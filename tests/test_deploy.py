@@ -24,7 +24,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from activities.blobs import BlobNotFound, FileBlobStore, S3BlobStore
 from activities.local_docs import LocalDocsActivities
 from client.devserver import (
     QUEUE_READ_RATE,
@@ -32,6 +31,7 @@ from client.devserver import (
     free_port,
     port_open,
 )
+from infra.blobs import BlobNotFound, FileBlobStore, S3BlobStore, blob_store
 from infra.converter import S3_DRIVER_NAME, data_converter
 from infra.errors import ConnectionFailed, PayloadStorageError
 from infra.payload_storage import check_payload_storage
@@ -40,7 +40,7 @@ from infra.search_attributes import SEARCH_ATTRIBUTES
 from infra.settings import ROLES, Settings
 from infra.temporal import Connection, connect
 from infra.tracing import tracing_enabled
-from worker import blob_store, build_worker, shared_indexes, worker_options
+from worker import build_worker, shared_indexes, worker_options
 from workflows.models import IndexRequest, LocalSearchRequest
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.blobs import BlobStore, FileBlobStore
 from activities.mcp_tools import (
     McpActivities,
     McpCallRequest,
@@ -27,6 +26,7 @@ from activities.mcp_tools import (
     split_name,
 )
 from client.devserver import free_port, port_open
+from infra.blobs import BlobStore, FileBlobStore
 from infra.errors import ConfigError
 
 ECHO = Path(__file__).resolve().parent.parent / "testkit" / "mcp_echo_server.py"

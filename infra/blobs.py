@@ -1,9 +1,11 @@
 """Content-addressed blob store for long texts (crawled pages, big outputs,
-agent conversations). Workflow history carries only the short reference,
+agent conversations) and binary files (audio clips, decks). Workflow history
+carries only the short reference,
 ``sha256:<hex>``; the same content always gets the same reference, so a
 retried activity is idempotent.
 
-Two backends with one interface (``put`` / ``get``):
+Two backends with one interface (``put`` / ``get`` for text, ``put_bytes`` /
+``get_bytes`` for binary data):
 
 - ``FileBlobStore``: ``<data dir>/blobs/<aa>/<sha256>``, the default. Several
   workers on one machine share the directory; several machines would need a
@@ -18,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -43,12 +46,26 @@ def reference(data: bytes) -> str:
 class BlobStore(Protocol):
     where: str  # for logs and error messages
 
+    async def put_bytes(self, data: bytes) -> str: ...
+
+    async def get_bytes(self, ref: str) -> bytes: ...
+
     async def put(self, text: str) -> str: ...
 
     async def get(self, ref: str) -> str: ...
 
 
-class FileBlobStore:
+class _TextOnBytes:
+    """Text blobs are their UTF-8 bytes."""
+
+    async def put(self, text: str) -> str:
+        return await self.put_bytes(text.encode("utf-8"))  # type: ignore[attr-defined]
+
+    async def get(self, ref: str) -> str:
+        return (await self.get_bytes(ref)).decode("utf-8")  # type: ignore[attr-defined]
+
+
+class FileBlobStore(_TextOnBytes):
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
         self.where = str(self.root)
@@ -57,17 +74,16 @@ class FileBlobStore:
         digest = digest_of(ref)
         return self.root / digest[:2] / digest
 
-    async def put(self, text: str) -> str:
-        data = text.encode("utf-8")
+    async def put_bytes(self, data: bytes) -> str:
         ref = reference(data)
         path = self._path(ref)
         if not path.exists():
             write_atomically(path, data)
         return ref
 
-    async def get(self, ref: str) -> str:
+    async def get_bytes(self, ref: str) -> bytes:
         try:
-            return self._path(ref).read_bytes().decode("utf-8")
+            return self._path(ref).read_bytes()
         except FileNotFoundError:
             raise BlobNotFound(
                 f"blob {ref} is missing from {self.root}; is DEEPRESEARCH_DATA_DIR the same for every worker?"
@@ -82,7 +98,7 @@ class ObjectClient(Protocol):
     async def get_object(self, *, bucket: str, key: str) -> bytes: ...
 
 
-class S3BlobStore:
+class S3BlobStore(_TextOnBytes):
     def __init__(self, client: ObjectClient, bucket: str, prefix: str = "blobs/") -> None:
         self.client = client
         self.bucket = bucket
@@ -93,15 +109,14 @@ class S3BlobStore:
         digest = digest_of(ref)
         return f"{self.prefix}{digest[:2]}/{digest}"
 
-    async def put(self, text: str) -> str:
-        data = text.encode("utf-8")
+    async def put_bytes(self, data: bytes) -> str:
         ref = reference(data)
         # Always written: most blobs are new (each turn's conversation is), and
         # writing the same content again is harmless.
         await self.client.put_object(bucket=self.bucket, key=self._key(ref), data=data)
         return ref
 
-    async def get(self, ref: str) -> str:
+    async def get_bytes(self, ref: str) -> bytes:
         key = self._key(ref)
         data = await get_if_present(self.client, self.bucket, key)
         if data is None:
@@ -109,7 +124,7 @@ class S3BlobStore:
                 f"blob {ref} is missing from s3://{self.bucket}/{key}; do all workers "
                 "use the same DEEPRESEARCH_PAYLOAD_S3_BUCKET?"
             )
-        return data.decode("utf-8")
+        return data
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -137,3 +152,13 @@ def _is_missing(err: Exception) -> bool:
     response = getattr(err, "response", None)
     code = str((response or {}).get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
     return code in ("NoSuchKey", "404", "NotFound")
+
+
+def blob_store(data_dir: Path, env: Mapping[str, str] | None = None) -> BlobStore:
+    """The store workers use: in the payload bucket when
+    DEEPRESEARCH_PAYLOAD_S3_BUCKET is set (workers on several machines then
+    share it), else under ``<data dir>/blobs``. The CLI reads the same."""
+    from infra.s3 import S3Config, s3_client
+
+    s3 = S3Config.from_env(env)
+    return S3BlobStore(s3_client(s3), s3.bucket) if s3 else FileBlobStore(data_dir / "blobs")
