@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from html import escape
-from pathlib import Path
 from typing import Literal, get_args
 
 from markdown_it import MarkdownIt
@@ -28,19 +27,12 @@ from workflows.models import Citation, ResearchResult, Usage
 
 Format = Literal["md", "html", "json"]
 FORMATS: tuple[str, ...] = get_args(Format)
-EXTENSIONS: dict[str, str] = {"md": ".md", "html": ".html", "json": ".json"}
-_FORMAT_OF_SUFFIX = {".html": "html", ".htm": "html", ".json": "json"}
 
 # What may become a link: absolute http(s) and file URLs, and in-page anchors.
 _LINK_URL = re.compile(r"^(?:https?://|file:)", re.IGNORECASE)
 # What an <img> may load: only images embedded in the page itself.
 _EMBEDDED_IMAGE = re.compile(r"^data:image/(?:png|gif|jpeg|webp);", re.IGNORECASE)
 _SAFE_REL = "noopener noreferrer"
-
-
-def format_for_path(path: str | Path) -> Format:
-    """The format a file name asks for: .html/.htm, .json, otherwise markdown."""
-    return _FORMAT_OF_SUFFIX.get(Path(path).suffix.lower(), "md")  # type: ignore[return-value]
 
 
 def render(result: ResearchResult, fmt: Format = "md") -> str:

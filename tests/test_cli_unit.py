@@ -13,23 +13,16 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-import client.cli
-from client.cli import (
-    CliError,
-    build_parser,
-    cmd_result,
-    error_line,
-    feedback_from_reply,
-    output_format,
-    report_path,
-    research_input,
-    review_feedback,
-)
+import client.commands.result
+from client.cli import build_parser
+from client.commands.result import main as cmd_result
 from client.display import status_changes
+from client.errors import CliError, error_line
+from client.options import feedback_from_reply, output_format, report_path, research_input, review_feedback
 from workflows.models import Citation, ResearchInput, ResearchResult, RunStatus, StepStatus
 
 DEEPRESEARCH = Path(sys.executable).parent / "deepresearch"
-COMMANDS = ("run", "start", "review", "answer", "status", "watch", "result", "list", "worker", "server")
+COMMANDS = ("run", "start", "review", "answer", "status", "watch", "result", "list", "cancel", "worker", "server")
 
 
 def parse(*argv: str):
@@ -292,7 +285,7 @@ def finished_run(monkeypatch):
     async def connect(conn):
         return FinishedRun()
 
-    monkeypatch.setattr(client.cli, "connect", connect)
+    monkeypatch.setattr(client.commands.result, "connect", connect)
 
 
 @pytest.mark.parametrize(

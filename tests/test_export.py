@@ -11,7 +11,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from client.export import format_for_path, render
+from client.export import render
+from client.options import format_for_path
 from workflows.models import Citation, Plan, ResearchResult, Step, Usage
 
 CITATIONS = [

@@ -1,0 +1,42 @@
+"""Errors a user can cause, as one line each."""
+
+from __future__ import annotations
+
+import argparse
+
+
+class CliError(Exception):
+    """A one-line error for the user."""
+
+
+def error_line(err: Exception, args: argparse.Namespace) -> str | None:
+    """The one line to show for an error the user can cause; None for a bug."""
+    from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError, WorkflowUpdateFailedError
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+    from temporalio.service import RPCError, RPCStatusCode
+
+    from client.devserver import DevServerError
+    from client.talk import failure_message, rejection_reason
+    from infra.errors import ConfigError, ConnectionFailed
+    from infra.temporal import Connection
+
+    workflow_id = getattr(args, "workflow_id", None)
+    if isinstance(err, CliError | ConnectionFailed | ConfigError | DevServerError):
+        return str(err)
+    if isinstance(err, WorkflowUpdateFailedError):
+        return f"{args.command} rejected: {rejection_reason(err)}"
+    if isinstance(err, WorkflowFailureError):
+        return f"the run failed: {failure_message(err)}"
+    if isinstance(err, WorkflowAlreadyStartedError):
+        return f"a run with id {err.workflow_id} is already running"
+    if isinstance(err, WorkflowQueryFailedError):
+        return f"the status query failed: {err.message}"
+    if isinstance(err, RPCError):
+        if err.status == RPCStatusCode.NOT_FOUND and workflow_id and "namespace" not in err.message.lower():
+            if "completed" in err.message:
+                return f"run {workflow_id} has already finished (see `deepresearch result {workflow_id}`)"
+            return (
+                f"no run with id {workflow_id} in namespace {Connection.from_env(namespace=args.namespace).namespace}"
+            )
+        return f"Temporal: {err.message}"
+    return None

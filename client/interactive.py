@@ -1,0 +1,154 @@
+"""The interactive part of `deepresearch run`: the live view, and the review
+and clarification prompts at the terminal."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections.abc import Callable
+
+from rich.console import Console, RenderableType
+from rich.text import Text
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
+
+from client.display import ProgressView, event_line, render_plan
+from client.errors import CliError
+from client.options import feedback_from_reply
+from client.talk import POLL_SECONDS, next_action, poll_status, rejection_reason, waiting_for_worker
+from infra.temporal import Connection
+from workflows.models import PROGRESS_TOPIC, ProgressEvent, ResearchResult, RunStatus
+
+
+class LineReader:
+    """Reads stdin lines in a daemon thread, so the event loop (and the worker in
+    it) keeps running while the user types, and Ctrl-C is never stuck in input()."""
+
+    def __init__(self) -> None:
+        self.eof = False
+        self._line: asyncio.Future[str | None] | None = None
+
+    def readline(self) -> asyncio.Future[str | None]:
+        # A read still waiting is reused; a line typed for an abandoned prompt is dropped.
+        if self._line is None or self._line.done():
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[str | None] = loop.create_future()
+
+            def deliver(line: str) -> None:
+                if not future.done():
+                    future.set_result(line or None)
+
+            threading.Thread(
+                target=lambda: loop.call_soon_threadsafe(deliver, sys.stdin.readline()), daemon=True
+            ).start()
+            self._line = future
+        return self._line
+
+
+class TerminalReview:
+    """Asks at the terminal when the run waits for a plan review or an answer."""
+
+    def __init__(self, handle: WorkflowHandle, view: ProgressView) -> None:
+        self.handle = handle
+        self.view = view
+        self.console = view.console
+        self.reader = LineReader()
+
+    async def maybe_ask(self, status: RunStatus) -> None:
+        if self.reader.eof:
+            return
+        if status.review_pending:
+            await self.ask(
+                render_plan(status.plan) if status.plan else Text("The plan is ready for review."),
+                "Accept the plan? [Enter/y accepts, or type the changes you want] ",
+                lambda s: s.review_pending,
+                "submit_review",
+                feedback_from_reply,
+            )
+        elif status.phase == "clarifying" and status.pending_question:
+            await self.ask(
+                Text(status.pending_question, style="bold yellow"),
+                "Your answer: ",
+                lambda s: s.phase == "clarifying" and bool(s.pending_question),
+                "answer_clarification",
+                str.strip,
+            )
+
+    async def ask(
+        self,
+        intro: RenderableType,
+        prompt: str,
+        still_pending: Callable[[RunStatus], bool],
+        update: str,
+        to_argument: Callable[[str], str],
+    ) -> None:
+        with self.view.paused():
+            self.console.print(intro)
+            while (line := await self.read_line(prompt, still_pending)) is not None:
+                if not (argument := to_argument(line)):
+                    continue
+                try:
+                    reply = await self.handle.execute_update(update, argument, result_type=str)
+                except WorkflowUpdateFailedError as err:
+                    self.console.print(Text(f"rejected: {rejection_reason(err)}", style="red"))
+                    continue
+                self.console.print(Text(reply, style="green"))
+                return
+
+    async def read_line(self, prompt: str, still_pending: Callable[[RunStatus], bool]) -> str | None:
+        """A typed line; None at end of input or once the question was answered elsewhere."""
+        self.console.print(Text(prompt, style="bold"), end="")
+        line = self.reader.readline()
+        while not (await asyncio.wait({line}, timeout=1.0))[0]:
+            status = await poll_status(self.handle)
+            if status is not None and not still_pending(status):
+                self.console.print("\n(answered elsewhere)")
+                return None
+        text = line.result()
+        if text is None:
+            self.reader.eof = True
+            status = await poll_status(self.handle)
+            hint = next_action(status, self.handle.id) if status else None
+            self.console.print(f"\nend of input; {hint or 'nothing to send'}. Waiting for the run to finish.")
+            return None
+        if not sys.stdin.isatty():
+            self.console.print(text.rstrip("\n"), markup=False)  # so a transcript shows the answer
+        return text
+
+
+async def show_tool_calls(client: Client, workflow_id: str, view: ProgressView) -> None:
+    """Print each tool call from the run's progress stream as it happens."""
+    stream = WorkflowStreamClient.create(client, workflow_id)
+    async for item in stream.subscribe(PROGRESS_TOPIC, result_type=ProgressEvent):
+        if item.data.kind == "tool_call":
+            view.note(event_line(item.data), style="dim")
+
+
+async def follow_run(
+    client: Client, handle: WorkflowHandle, conn: Connection, console: Console, worker: asyncio.Task | None
+) -> ResearchResult:
+    result = asyncio.create_task(handle.result())
+    tool_calls: asyncio.Task | None = None
+    try:
+        with ProgressView(console, handle.id) as view:
+            tool_calls = asyncio.create_task(show_tool_calls(client, handle.id, view))
+            review = TerminalReview(handle, view)
+            said_waiting = False
+            while not result.done():
+                if worker is not None and worker.done():
+                    worker.result()  # raises what stopped it
+                    raise CliError("the in-process worker stopped unexpectedly")
+                status = await poll_status(handle)
+                if status is not None:
+                    view.update(status)
+                    await review.maybe_ask(status)
+                elif not said_waiting and worker is None:
+                    view.note(waiting_for_worker(conn), style="yellow")
+                    said_waiting = True
+                await asyncio.wait({result}, timeout=POLL_SECONDS)
+        return result.result()
+    finally:
+        result.cancel()
+        if tool_calls:
+            tool_calls.cancel()

@@ -1,0 +1,255 @@
+"""The run options and how the CLI turns what the user typed into workflow
+input and feedback."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from client.errors import CliError
+
+if TYPE_CHECKING:
+    from infra.temporal import Connection
+    from workflows.models import ResearchInput
+
+REPORT_STYLES = ("academic", "popular_science", "news", "social_media", "strategic_investment")
+ACCEPT, EDIT = "[ACCEPTED]", "[EDIT_PLAN]"  # the review prefixes (workflows/review.py)
+FORMATS = ("md", "html", "json")  # report formats (client/export.py)
+EXTENSIONS = {"md": ".md", "html": ".html", "json": ".json"}
+_FORMAT_OF_SUFFIX = {".html": "html", ".htm": "html", ".json": "json"}
+
+
+def format_for_path(path: str | Path) -> str:
+    """The format a file name asks for: .html/.htm, .json, otherwise markdown."""
+    return _FORMAT_OF_SUFFIX.get(Path(path).suffix.lower(), "md")
+
+
+def resource_path(value: str) -> str:
+    path = Path(value).expanduser().resolve()
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"no such file or folder: {value}")
+    return str(path)
+
+
+# (option, ResearchInput field, argparse keywords). Options left out keep the
+# model's defaults, so the defaults live in one place: workflows/models.py.
+RUN_OPTIONS: tuple[tuple[str, str, dict], ...] = (
+    ("--locale", "locale", {"metavar": "LOCALE", "help": "language of the report, e.g. en-US, zh-CN"}),
+    (
+        "--max-plan-iterations",
+        "max_plan_iterations",
+        {"type": int, "metavar": "N", "help": "planning rounds (default 1)"},
+    ),
+    ("--max-step-num", "max_step_num", {"type": int, "metavar": "N", "help": "steps per plan (default 3)"}),
+    (
+        "--max-search-results",
+        "max_search_results",
+        {"type": int, "metavar": "N", "help": "results per web search (default 3)"},
+    ),
+    ("--auto-accept", "auto_accept_plan", {"action": "store_true", "help": "skip the human plan review"}),
+    (
+        "--no-background-investigation",
+        "enable_background_investigation",
+        {"action": "store_false", "help": "no web search before planning"},
+    ),
+    (
+        "--clarify",
+        "enable_clarification",
+        {"action": "store_true", "help": "let the coordinator ask clarifying questions"},
+    ),
+    (
+        "--max-clarification-rounds",
+        "max_clarification_rounds",
+        {"type": int, "metavar": "N", "help": "questions it may ask (default 3)"},
+    ),
+    ("--deep-thinking", "enable_deep_thinking", {"action": "store_true", "help": "plan with the reasoning model"}),
+    (
+        "--report-style",
+        "report_style",
+        {"choices": REPORT_STYLES, "metavar": "STYLE", "help": f"one of {', '.join(REPORT_STYLES)} (default academic)"},
+    ),
+    (
+        "--max-agent-turns",
+        "agent_max_turns",
+        {"type": int, "metavar": "N", "help": "tool-use turns per agent (default 25)"},
+    ),
+    (
+        "--resource",
+        "resources",
+        {
+            "action": "append",
+            "type": resource_path,
+            "metavar": "PATH",
+            "help": "local file or folder to search (repeatable)",
+        },
+    ),
+    ("--sequential", "parallel_research", {"action": "store_false", "help": "run research steps one at a time"}),
+    (
+        "--token-budget",
+        "token_budget",
+        {
+            "type": int,
+            "metavar": "N",
+            "help": "stop researching once the run has used N prompt + completion tokens; the report is written from what was found",
+        },
+    ),
+    (
+        "--review-timeout",
+        "review_timeout_hours",
+        {
+            "type": float,
+            "metavar": "HOURS",
+            "help": "stop waiting for a plan review after this long (default: wait indefinitely)",
+        },
+    ),
+    (
+        "--on-review-timeout",
+        "on_review_timeout",
+        {
+            "choices": ("accept", "end"),
+            "help": "what a review timeout does: accept the plan or end the run (default end)",
+        },
+    ),
+)
+
+
+# (option, ResearchInput field, argparse keywords). Options left out keep the
+# model's defaults, so the defaults live in one place: workflows/models.py.
+RUN_OPTIONS: tuple[tuple[str, str, dict], ...] = (
+    ("--locale", "locale", {"metavar": "LOCALE", "help": "language of the report, e.g. en-US, zh-CN"}),
+    (
+        "--max-plan-iterations",
+        "max_plan_iterations",
+        {"type": int, "metavar": "N", "help": "planning rounds (default 1)"},
+    ),
+    ("--max-step-num", "max_step_num", {"type": int, "metavar": "N", "help": "steps per plan (default 3)"}),
+    (
+        "--max-search-results",
+        "max_search_results",
+        {"type": int, "metavar": "N", "help": "results per web search (default 3)"},
+    ),
+    ("--auto-accept", "auto_accept_plan", {"action": "store_true", "help": "skip the human plan review"}),
+    (
+        "--no-background-investigation",
+        "enable_background_investigation",
+        {"action": "store_false", "help": "no web search before planning"},
+    ),
+    (
+        "--clarify",
+        "enable_clarification",
+        {"action": "store_true", "help": "let the coordinator ask clarifying questions"},
+    ),
+    (
+        "--max-clarification-rounds",
+        "max_clarification_rounds",
+        {"type": int, "metavar": "N", "help": "questions it may ask (default 3)"},
+    ),
+    ("--deep-thinking", "enable_deep_thinking", {"action": "store_true", "help": "plan with the reasoning model"}),
+    (
+        "--report-style",
+        "report_style",
+        {"choices": REPORT_STYLES, "metavar": "STYLE", "help": f"one of {', '.join(REPORT_STYLES)} (default academic)"},
+    ),
+    (
+        "--max-agent-turns",
+        "agent_max_turns",
+        {"type": int, "metavar": "N", "help": "tool-use turns per agent (default 25)"},
+    ),
+    (
+        "--resource",
+        "resources",
+        {
+            "action": "append",
+            "type": resource_path,
+            "metavar": "PATH",
+            "help": "local file or folder to search (repeatable)",
+        },
+    ),
+    ("--sequential", "parallel_research", {"action": "store_false", "help": "run research steps one at a time"}),
+    (
+        "--token-budget",
+        "token_budget",
+        {
+            "type": int,
+            "metavar": "N",
+            "help": "stop researching once the run has used N prompt + completion tokens; the report is written from what was found",
+        },
+    ),
+    (
+        "--review-timeout",
+        "review_timeout_hours",
+        {
+            "type": float,
+            "metavar": "HOURS",
+            "help": "stop waiting for a plan review after this long (default: wait indefinitely)",
+        },
+    ),
+    (
+        "--on-review-timeout",
+        "on_review_timeout",
+        {
+            "choices": ("accept", "end"),
+            "help": "what a review timeout does: accept the plan or end the run (default end)",
+        },
+    ),
+)
+OPTION_OF_FIELD = {field: option for option, field, _ in RUN_OPTIONS}
+
+
+FORMAT_HELP = (
+    "md (the report), html (a standalone page with the report and its sources) or json "
+    "(the whole result); default: from the -o file's extension (.html/.htm, .json), else md"
+)
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """--format (or --json) when given, else what the -o file's extension says, else md."""
+    if args.format:
+        return args.format
+    return format_for_path(args.output) if args.output else "md"
+
+
+def report_path(args: argparse.Namespace, reports: Path, workflow_id: str) -> tuple[Path, str]:
+    """Where `run` saves the report, and in which format."""
+    fmt = output_format(args)
+    return args.output or reports / f"{workflow_id}{EXTENSIONS[fmt]}", fmt
+
+
+def research_input(args: argparse.Namespace) -> ResearchInput:
+    from pydantic import ValidationError
+
+    from workflows.models import ResearchInput
+
+    """The workflow input from the options the user gave."""
+    question = args.question.strip()
+    if not question:
+        raise CliError("the question is empty")
+    given = {field: getattr(args, field) for _, field, _ in RUN_OPTIONS if hasattr(args, field)}
+    try:
+        return ResearchInput(question=question, **given)
+    except ValidationError as err:
+        problems = "; ".join(f"{OPTION_OF_FIELD.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in err.errors())
+        raise CliError(f"invalid run options: {problems}") from None
+
+
+def review_feedback(args: argparse.Namespace) -> str:
+    if args.accept:
+        return ACCEPT
+    if args.edit is not None:
+        return f"{EDIT} {args.edit}"
+    return args.feedback
+
+
+def feedback_from_reply(reply: str) -> str:
+    """What a reply typed at the review prompt means."""
+    reply = reply.strip()
+    if reply.lower() in ("", "y", "yes", "accept"):
+        return ACCEPT
+    return reply if reply.startswith("[") else f"{EDIT} {reply}"
+
+
+def connection(args: argparse.Namespace) -> Connection:
+    from infra.temporal import Connection
+
+    return Connection.from_env(address=args.address, namespace=args.namespace, task_queue=args.task_queue)

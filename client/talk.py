@@ -1,0 +1,76 @@
+"""Talking to a run from the CLI: its status, the reasons Temporal gives,
+what to do next, and the exit code."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from workflows.models import ResearchResult, RunStatus
+
+if TYPE_CHECKING:
+    from infra.temporal import Connection
+
+POLL_SECONDS = 0.5
+QUERY_TIMEOUT = timedelta(seconds=5)
+
+
+async def query_status(handle: WorkflowHandle) -> RunStatus:
+    return await handle.query("status", result_type=RunStatus, rpc_timeout=QUERY_TIMEOUT)
+
+
+async def poll_status(handle: WorkflowHandle) -> RunStatus | None:
+    """The status, or None while no worker answers (or the run is just starting)."""
+    try:
+        return await query_status(handle)
+    except WorkflowQueryFailedError:
+        return None
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            raise
+        return None
+
+
+def rejection_reason(err: WorkflowUpdateFailedError) -> str:
+    return getattr(err.cause, "message", None) or str(err.cause)
+
+
+def failure_message(err: BaseException) -> str:
+    messages: list[str] = []
+    cause: BaseException | None = err.cause if isinstance(err, WorkflowFailureError) else err
+    while cause is not None:
+        text = getattr(cause, "message", None) or str(cause)
+        if text and text not in messages:
+            messages.append(text)
+        cause = cause.__cause__
+    return ": ".join(messages) or "unknown failure"
+
+
+def next_action(status: RunStatus, workflow_id: str) -> str | None:
+    if status.review_pending:
+        return f"review the plan: deepresearch review {workflow_id} --accept  (or --edit TEXT)"
+    if status.phase == "clarifying" and status.pending_question:
+        return f"answer the question: deepresearch answer {workflow_id} TEXT"
+    return None
+
+
+def waiting_for_worker(conn: Connection) -> str:
+    return (
+        f"waiting for a worker on task queue {conn.task_queue!r}: start one with "
+        "`deepresearch worker` (or pass --worker)"
+    )
+
+
+def exit_code(result: ResearchResult) -> int:
+    return 1 if result.status == "plan_failed" else 0
+
+
+def write_file(path: Path, text: str) -> Path:
+    path = path.expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
