@@ -22,7 +22,9 @@ from activities.crawl import CrawlActivities
 from activities.llm import ModelActivities
 from activities.local_docs import LocalDocsActivities, SharedIndexes
 from activities.mcp_tools import McpActivities, load_mcp_config
-from activities.sandbox import Sandbox, SandboxActivities, make_sandbox
+from activities.sandbox import make_sandbox
+from activities.sandbox.activities import SandboxActivities
+from activities.sandbox.base import Sandbox
 from activities.search import SearchActivities
 from infra.blobs import blob_store
 from infra.errors import ConfigError, ConnectionFailed

@@ -13,7 +13,8 @@ import uuid
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.sandbox import LocalSandbox, SandboxActivities
+from activities.sandbox.activities import SandboxActivities
+from activities.sandbox.local import LocalSandbox
 from workflows.models import CodeRequest
 
 
@@ -198,7 +199,9 @@ async def listener():
 
 
 def warnings_of(caplog):
-    return [r.getMessage() for r in caplog.records if r.name == "activities.sandbox" and r.levelno == logging.WARNING]
+    return [
+        r.getMessage() for r in caplog.records if r.name == "activities.sandbox.local" and r.levelno == logging.WARNING
+    ]
 
 
 async def test_code_cannot_open_network_connections(sandbox, listener, caplog):

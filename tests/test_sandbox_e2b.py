@@ -31,8 +31,10 @@ from e2b_code_interpreter import AsyncSandbox, Execution, ExecutionError, Logs, 
 from e2b_code_interpreter.exceptions import format_execution_timeout_error
 from temporalio.exceptions import ApplicationError
 
-from activities.sandbox import CellResult, Sandbox, SandboxActivities, SandboxError, make_sandbox
-from activities.sandbox_e2b import E2BSandbox
+from activities.sandbox import make_sandbox
+from activities.sandbox.activities import SandboxActivities
+from activities.sandbox.base import CellResult, Sandbox, SandboxError
+from activities.sandbox.e2b import E2BSandbox
 from infra.settings import Settings
 from workflows.models import CodeRequest
 

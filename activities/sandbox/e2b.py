@@ -38,7 +38,7 @@ from e2b_code_interpreter import (
 )
 from temporalio.exceptions import ApplicationError
 
-from activities.sandbox import CellResult, SandboxError, replay
+from activities.sandbox.base import CellResult, SandboxError, replay
 
 try:  # newer SDKs tell "the sandbox is gone" apart from other timeouts
     from e2b import SandboxNotRunningException

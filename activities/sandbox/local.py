@@ -20,7 +20,7 @@ Where the platform allows it, each session also gets (see ``Isolation``):
 
 What is not available is logged once, as one warning, and the sandbox runs
 without it. This is defence in depth for model-written code, not a boundary
-for hostile code: use the E2B backend (``activities.sandbox_e2b``) for that.
+for hostile code: use the E2B backend (``activities/sandbox/e2b.py``) for that.
 
 A worker that does not hold a session (restart, another machine) rebuilds it by
 replaying the cells the workflow says already ran (``CodeRequest.previous``).
@@ -40,167 +40,23 @@ import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
-from typing import IO, TYPE_CHECKING, Protocol
+from functools import cache
+from importlib import resources
+from typing import IO
 
-from temporalio import activity
-
-from workflows.models import CodeRequest, ToolResult
-
-if TYPE_CHECKING:
-    from infra.settings import Settings
+from activities.sandbox.base import CellResult, SandboxError, replay
 
 log = logging.getLogger(__name__)
 
-# Runs inside the session process (``python -I -c DRIVER LIMITS``). Requests and
-# replies are JSON lines on private copies of fds 0 and 1; user code gets an
-# empty stdin, and anything it writes at the fd level goes to the log on fd 2.
-DRIVER = r"""
-import ast, builtins, io, json, linecache, os, resource, signal, sys, traceback, types
 
-limits = json.loads(sys.argv[1])
-CAP = limits["output_chars"]
+@cache
+def driver() -> str:
+    """The program a session process runs (``activities/sandbox/driver.py``)."""
+    return (resources.files("activities.sandbox") / "driver.py").read_text(encoding="utf-8")
 
-def loopback_up():
-    import fcntl, socket, struct
-    SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        req = struct.pack("16sH22x", b"lo", 0)
-        flags = struct.unpack("16sH22x", fcntl.ioctl(s, SIOCGIFFLAGS, req))[1]
-        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | IFF_UP))
-
-def private_mounts(size_mb, reveal):
-    # In our own mount namespace (unshare --mount, propagation private): each
-    # shared scratch directory, the directory holding all sessions' directories
-    # and, for ``reveal``, each directory the session user cannot enter (where
-    # the interpreter may live, say /root/.pyenv) is covered by an empty
-    # read-only tmpfs into which only what the session needs is bound back:
-    # its own directory (writable) and the interpreter's paths (read-only).
-    # /dev/shm becomes a private tmpfs. Everything dies with the session.
-    import ctypes, stat
-    libc = ctypes.CDLL(None, use_errno=True)
-    MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 32, 4096, 16384
-    def mount(source, target, fstype, flags, data=None):
-        enc = lambda v: None if v is None else v.encode()
-        if libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"mount {target}: {os.strerror(err)}")
-    def under(path, folder):
-        return path.startswith(folder.rstrip("/") + "/")
-    here = os.getcwd()
-    wanted = {here}
-    if reveal:
-        paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *filter(None, sys.path)]
-        wanted |= {os.path.normpath(f(p)) for p in paths for f in (os.path.abspath, os.path.realpath)}
-    wanted = sorted(p for p in wanted if os.path.isdir(p))
-    wanted = [p for i, p in enumerate(wanted) if not any(under(p, q) for q in wanted[:i])]
-    covers = {os.path.realpath(d) for d in ("/tmp", "/var/tmp", "/run/lock") if os.path.isdir(d)}
-    covers.add(os.path.dirname(here))
-    if reveal:
-        for p in wanted:
-            parts = p.split("/")
-            for i in range(2, len(parts)):
-                above = "/".join(parts[:i])
-                if not os.stat(above).st_mode & stat.S_IXOTH:
-                    covers.add(above)
-                    break
-    covers = sorted(c for c in covers if c != "/" and c not in wanted)
-    covers = [c for i, c in enumerate(covers) if not any(under(c, o) for o in covers[:i])]
-    held = {p: os.open(p, os.O_PATH) for p in wanted if any(under(p, c) for c in covers)}
-    mask = os.umask(0o022)
-    for cover in covers:
-        mount("tmpfs", cover, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=1m")
-        for p, fd in held.items():
-            if under(p, cover):
-                os.makedirs(p)
-                mount(f"/proc/self/fd/{fd}", p, None, MS_BIND | MS_REC)
-                if p != here:
-                    mount(None, p, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-        mount("tmpfs", cover, "tmpfs", MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=755")
-    os.umask(mask)
-    for fd in held.values():
-        os.close(fd)
-    if os.path.isdir("/dev/shm"):
-        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777")
-    os.chdir(here)
-
-if limits.get("netns"):
-    try:
-        loopback_up()  # code may still talk to itself over 127.0.0.1
-    except OSError as e:
-        print(f"[sandbox] loopback stays down: {e}", file=sys.stderr)
-if limits.get("private_tmp"):
-    private_mounts(limits["file_mb"], reveal=bool(limits.get("user")))
-if limits.get("user"):
-    uid, gid = limits["user"]
-    os.setgroups([])
-    os.setgid(gid)
-    os.setuid(uid)
-
-def limit(name, value):
-    _, hard = resource.getrlimit(name)
-    if hard != resource.RLIM_INFINITY:
-        value = min(value, hard)
-    resource.setrlimit(name, (value, hard if name == resource.RLIMIT_CPU else value))
-
-limit(resource.RLIMIT_AS, limits["memory_mb"] << 20)
-limit(resource.RLIMIT_FSIZE, limits["file_mb"] << 20)
-limit(resource.RLIMIT_CPU, limits["cpu_seconds"])
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # too-big writes raise OSError instead
-
-requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
-replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
-os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-os.dup2(2, 1)
-
-main = types.ModuleType("__main__")
-main.__builtins__ = builtins
-sys.modules["__main__"] = main
-
-def clip(text):
-    return text if len(text) <= CAP else text[:CAP] + "\n... [output truncated]"
-
-class Capped(io.StringIO):
-    full = False
-    def write(self, s):
-        room = CAP - self.tell()
-        if len(s) > room:
-            self.full = True
-        super().write(s[:max(room, 0)])
-        return len(s)
-    def text(self):
-        return self.getvalue() + ("\n... [output truncated]" if self.full else "")
-
-def run(code, name):
-    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
-    out, err = Capped(), Capped()
-    sys.stdout, sys.stderr = out, err
-    error = None
-    try:
-        tree = compile(code, name, "exec", ast.PyCF_ONLY_AST)
-        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-        exec(compile(tree, name, "exec"), main.__dict__)
-        if last is not None:  # echo the last expression, as a notebook does
-            value = eval(compile(ast.Expression(last.value), name, "eval"), main.__dict__)
-            if value is not None:
-                print(repr(value))
-    except BaseException as e:
-        tb = e.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
-            tb = tb.tb_next  # drop the driver's own frames
-        error = clip("".join(traceback.format_exception(type(e), e, tb)))
-    finally:
-        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-    return {"stdout": out.text(), "stderr": err.text(), "error": error}
-
-replies.write("ready\n")
-replies.flush()
-for n, line in enumerate(requests, 1):
-    replies.write(json.dumps(run(json.loads(line)["code"], f"<cell {n}>")) + "\n")
-    replies.flush()
-"""
 
 READY = b"ready\n"
 SIGNAL_HINTS = {
@@ -208,44 +64,6 @@ SIGNAL_HINTS = {
     signal.SIGKILL: "killed, perhaps out of memory",
     signal.SIGSEGV: "segmentation fault",
 }
-
-
-class SandboxError(RuntimeError):
-    """The sandbox itself failed (not the user's code); the activity retries."""
-
-
-@dataclass
-class CellResult:
-    stdout: str = ""
-    stderr: str = ""
-    error: str | None = None  # traceback, time limit or crash; None on success
-
-
-async def replay(
-    previous: Sequence[str], run_cell: Callable[[str], Awaitable[CellResult]], alive: Callable[[], bool]
-) -> tuple[str, CellResult | None]:
-    """Re-run a session's earlier cells in a fresh session, silently (a new
-    worker, or a session lost to a timeout). Returns a note for the new cell's
-    stderr about cells that failed this time, or the error that ended the
-    replay when the session died during it."""
-    note = ""
-    for i, cell in enumerate(previous, 1):
-        replayed = await run_cell(cell)
-        if not alive():
-            return note, CellResult(error=f"restoring the session failed at earlier cell {i}:\n{replayed.error}")
-        if replayed.error:
-            note += f"[sandbox] earlier cell {i} failed when re-run:\n{replayed.error}\n"
-    return note, None
-
-
-class Sandbox(Protocol):
-    """What a ``run_python`` backend provides."""
-
-    async def run(self, session: str, code: str, previous: Sequence[str] = ()) -> CellResult: ...
-
-    async def close(self, session: str) -> None: ...
-
-    async def close_all(self) -> None: ...
 
 
 @dataclass
@@ -474,7 +292,7 @@ class LocalSandbox:
                 sys.executable,
                 "-I",
                 "-c",
-                DRIVER,
+                driver(),
                 json.dumps(limits),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
@@ -580,13 +398,6 @@ async def _fails(*command: str) -> str | None:
     return f"`{' '.join(command)}` failed: {detail[-1] if detail else _describe(proc.returncode)}"
 
 
-def _describe_isolation(isolation: Isolation) -> str:
-    parts = [" ".join(isolation.command) or "no namespaces"]
-    if isolation.user:
-        parts.append(f"as user {isolation.user}")
-    return "sessions under " + " ".join(parts)
-
-
 def _describe(returncode: int) -> str:
     if returncode >= 0:
         return f"exit code {returncode}"
@@ -602,47 +413,3 @@ def _tail(s: _Session, chars: int = 2000) -> str:
     s.log.seek(0, os.SEEK_END)
     s.log.seek(max(0, s.log.tell() - chars))
     return s.log.read().decode("utf-8", "replace").strip()
-
-
-def make_sandbox(settings: Settings) -> Sandbox:
-    """The backend the settings ask for: E2B (``DEEPRESEARCH_SANDBOX=e2b``) or local."""
-    if settings.sandbox == "e2b":
-        from activities.sandbox_e2b import E2BSandbox
-
-        return E2BSandbox(api_key=settings.e2b_api_key)
-    return LocalSandbox()
-
-
-class SandboxActivities:
-    """Temporal activities for the coder agent's ``run_python`` tool."""
-
-    heartbeat_every = 2.0  # well inside the 10 s heartbeat timeout
-
-    def __init__(self, sandbox: Sandbox) -> None:
-        self.sandbox = sandbox
-
-    @activity.defn(name="run_python")
-    async def run_python(self, request: CodeRequest) -> ToolResult:
-        """Run a cell; user-code errors and timeouts come back as ``error=True``."""
-        beat = asyncio.create_task(self._heartbeat()) if activity.in_activity() else None
-        try:
-            cell = await self.sandbox.run(request.session, request.code, request.previous)
-        finally:
-            if beat is not None:
-                beat.cancel()
-        parts = [cell.stdout.rstrip("\n")] if cell.stdout else []
-        if cell.stderr:
-            parts.append("[stderr]\n" + cell.stderr.rstrip("\n"))
-        if cell.error:
-            parts.append("[error]\n" + cell.error.rstrip("\n"))
-        content = "\n".join(parts) or "(no output; print() the values you want to see)"
-        return ToolResult(content=content, error=cell.error is not None)
-
-    @activity.defn(name="close_sandbox")
-    async def close_sandbox(self, session: str) -> None:
-        await self.sandbox.close(session)
-
-    async def _heartbeat(self) -> None:
-        while True:
-            await asyncio.sleep(self.heartbeat_every)
-            activity.heartbeat()

@@ -1,0 +1,46 @@
+"""The coder agent's ``run_python`` tool as Temporal activities, over any
+``Sandbox`` backend."""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import activity
+
+from activities.sandbox.base import Sandbox
+from workflows.models import CodeRequest, ToolResult
+
+
+class SandboxActivities:
+    """Temporal activities for the coder agent's ``run_python`` tool."""
+
+    heartbeat_every = 2.0  # well inside the 10 s heartbeat timeout
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+
+    @activity.defn(name="run_python")
+    async def run_python(self, request: CodeRequest) -> ToolResult:
+        """Run a cell; user-code errors and timeouts come back as ``error=True``."""
+        beat = asyncio.create_task(self._heartbeat()) if activity.in_activity() else None
+        try:
+            cell = await self.sandbox.run(request.session, request.code, request.previous)
+        finally:
+            if beat is not None:
+                beat.cancel()
+        parts = [cell.stdout.rstrip("\n")] if cell.stdout else []
+        if cell.stderr:
+            parts.append("[stderr]\n" + cell.stderr.rstrip("\n"))
+        if cell.error:
+            parts.append("[error]\n" + cell.error.rstrip("\n"))
+        content = "\n".join(parts) or "(no output; print() the values you want to see)"
+        return ToolResult(content=content, error=cell.error is not None)
+
+    @activity.defn(name="close_sandbox")
+    async def close_sandbox(self, session: str) -> None:
+        await self.sandbox.close(session)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_every)
+            activity.heartbeat()
