@@ -21,7 +21,8 @@ from temporalio.worker import Interceptor, Worker
 from activities.crawl import CrawlActivities
 from activities.llm import ModelActivities
 from activities.local_docs import LocalDocsActivities, SharedIndexes
-from activities.mcp_tools import McpActivities, load_mcp_config
+from activities.mcp.activities import McpActivities
+from activities.mcp.config import load_mcp_config
 from activities.sandbox import make_sandbox
 from activities.sandbox.activities import SandboxActivities
 from activities.sandbox.base import Sandbox

@@ -16,18 +16,13 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.mcp_tools import (
-    McpActivities,
-    McpCallRequest,
-    McpConfig,
-    StdioServerConfig,
-    load_mcp_config,
-    public_name,
-    split_name,
-)
+from activities.mcp.activities import McpActivities
+from activities.mcp.config import McpConfig, StdioServerConfig, load_mcp_config
+from activities.mcp.names import public_name, split_name
 from client.devserver import free_port, port_open
 from infra.blobs import BlobStore, FileBlobStore
 from infra.errors import ConfigError
+from workflows.models import McpCallRequest
 
 ECHO = Path(__file__).resolve().parent.parent / "testkit" / "mcp_echo_server.py"
 SKERRYVORE = "4,117 gannets counted on 9 June 1871"
@@ -451,7 +446,7 @@ def test_command_line_check_lists_each_agents_tools(tmp_path: Path):
     config.write_text(json.dumps({"servers": {"echo": echo_server(enabled_tools=["lighthouse_lookup"])}}))
     env = {"PATH": "/usr/bin:/bin", "DEEPRESEARCH_MCP_CONFIG": str(config), "DEEPRESEARCH_DATA_DIR": str(tmp_path)}
     done = subprocess.run(
-        [sys.executable, "-m", "activities.mcp_tools"],
+        [sys.executable, "-m", "activities.mcp"],
         capture_output=True,
         text=True,
         env=env,
@@ -463,7 +458,7 @@ def test_command_line_check_lists_each_agents_tools(tmp_path: Path):
     assert "coder: 0 MCP tool(s)" in done.stdout
     config.write_text("{}")
     done = subprocess.run(
-        [sys.executable, "-m", "activities.mcp_tools"],
+        [sys.executable, "-m", "activities.mcp"],
         capture_output=True,
         text=True,
         env=env,

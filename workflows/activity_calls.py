@@ -70,7 +70,7 @@ TOOL_CALL = {
         retry_policy=TOOL_RETRY,
     ),
     # MCP servers: one session per call, bounded by the server's configured
-    # timeout (at most 600 s, activities/mcp_tools.py MAX_TIMEOUT).
+    # timeout (at most 600 s, activities/mcp/config.py MAX_TIMEOUT).
     "mcp_list_tools": dict(
         start_to_close_timeout=timedelta(minutes=11),
         heartbeat_timeout=timedelta(seconds=10),
