@@ -20,7 +20,8 @@ from temporalio.worker import Interceptor, Worker
 
 from activities.crawl import CrawlActivities
 from activities.llm import ModelActivities
-from activities.local_docs import LocalDocsActivities, SharedIndexes
+from activities.local_docs.activities import LocalDocsActivities
+from activities.local_docs.sharing import SharedIndexes
 from activities.mcp.activities import McpActivities
 from activities.mcp.config import load_mcp_config
 from activities.sandbox import make_sandbox

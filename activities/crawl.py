@@ -10,23 +10,15 @@ the model can read; transient ones (network errors, timeouts, 5xx, 429) raise
 from __future__ import annotations
 
 import asyncio
-import codecs
-import html as html_lib
-import io
-import logging
-import re
-import time
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
-from email.utils import parsedate_to_datetime
+from datetime import timedelta
 
 import httpx
-import pypdf
-import trafilatura
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.documents import CONVERTERS, CrawlRefused, one_line
 from activities.heartbeat import heartbeating
+from activities.retry_after import retry_delay
 from activities.url_guard import UnsafeURL, check_url
 from infra.blobs import BlobStore
 from workflows.models import Citation, CrawlRequest, ToolResult
@@ -37,197 +29,10 @@ HEADERS = {
     "User-Agent": "Mozilla/5.0 (compatible; deepresearch-temporal/0.1; research agent)",
     "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,application/pdf;q=0.8,*/*;q=0.5",
 }
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.I)
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
-
-
-class CrawlRefused(Exception):
-    """A permanent problem with the page; the message is shown to the model."""
-
-
-def _decode(body: bytes, charset: str | None) -> str:
-    """Decode with the declared charset; undeclared is UTF-8, else Windows-1252."""
-    text = None
-    if charset:
-        try:
-            text = body.decode(codecs.lookup(charset).name, errors="replace")
-        except LookupError:
-            pass  # unknown charset name: guess as if none was declared
-    if text is None:
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError:
-            text = body.decode("cp1252", errors="replace")
-    if "\x00" in text:
-        raise CrawlRefused("the page is binary or not decodable as text")
-    return text
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _html(body: bytes, charset: str | None, url: str) -> tuple[str, str]:
-    """Title and markdown of an HTML page (trafilatura; plain text if it finds no article)."""
-    if not charset and (meta := _META_CHARSET.search(body[:4096])):
-        charset = meta.group(1).decode("ascii")
-    html = _decode(body, charset)
-    markdown = trafilatura.extract(
-        html,
-        output_format="markdown",
-        include_links=True,
-        include_tables=True,
-        with_metadata=False,
-        url=url,
-    ) or trafilatura.html2txt(html)
-    metadata = trafilatura.extract_metadata(html, default_url=url)
-    title = metadata.title if metadata and metadata.title else ""
-    if not title and (tag := _TITLE.search(html)):
-        title = html_lib.unescape(tag.group(1))
-    return _one_line(title), markdown or ""
-
-
-def _plain(body: bytes, charset: str | None, url: str) -> tuple[str, str]:
-    """Title (the first line, if short) and text of a text/plain page."""
-    text = _decode(body, charset)
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    return (first if len(first) <= 120 else ""), text
-
-
-# pypdf logs a warning for every oddity of a broken file; the error result
-# already says what matters.
-logging.getLogger("pypdf").setLevel(logging.ERROR)
-
-# Bounds on the work spent on one PDF: pages read, characters kept, seconds spent.
-PDF_MAX_PAGES = 200
-PDF_MAX_CHARS = 1_000_000
-PDF_MAX_SECONDS = 60.0
-
-
-def pdf_to_markdown(
-    data: bytes,
-    source: str,
-    *,
-    max_pages: int = PDF_MAX_PAGES,
-    max_chars: int = PDF_MAX_CHARS,
-    max_seconds: float = PDF_MAX_SECONDS,
-) -> tuple[str, str]:
-    """Title and markdown of a PDF: one ``## Page N`` section per page with text.
-
-    The title comes from the document information, else the first line of text.
-    Work stops after ``max_pages`` pages, ``max_chars`` characters or
-    ``max_seconds`` seconds, with a note saying so. Encrypted, broken and
-    image-only PDFs raise ``CrawlRefused`` with a readable reason (``source``,
-    e.g. "at <url>", names the document in it; empty leaves it out).
-    """
-    where = f" {source}" if source else ""
-    if b"%PDF-" not in data[:1024]:
-        raise CrawlRefused(f"the file{where} is not a PDF (no %PDF header)")
-    try:
-        reader = pypdf.PdfReader(io.BytesIO(data), strict=False)
-        if reader.is_encrypted:
-            try:
-                opened = reader.decrypt("")  # many PDFs only restrict printing/copying
-            except Exception:  # noqa: BLE001 - unsupported algorithm, broken keys...
-                opened = pypdf.PasswordType.NOT_DECRYPTED
-            if opened == pypdf.PasswordType.NOT_DECRYPTED:
-                raise CrawlRefused(f"the PDF{where} is encrypted (password protected)")
-        total = len(reader.pages)
-        title = _pdf_title(reader)
-    except CrawlRefused:
-        raise
-    except Exception as e:  # noqa: BLE001 - pypdf raises many types on broken files
-        reason = _one_line(str(e)) or type(e).__name__
-        raise CrawlRefused(f"cannot read the PDF{where}: {reason}") from e
-
-    deadline = time.monotonic() + max_seconds
-    parts: list[str] = []
-    size = 0
-    read = 0
-    stopped = ""
-    for number in range(1, total + 1):
-        if number > max_pages:
-            stopped = f"stopped after {max_pages} of {total} pages"
-        elif size >= max_chars:
-            stopped = f"stopped after {read} of {total} pages (text limit {max_chars:,} characters)"
-        elif time.monotonic() > deadline:
-            stopped = f"stopped after {read} of {total} pages (time limit {max_seconds:g} s)"
-        if stopped:
-            break
-        read = number
-        try:
-            text = reader.pages[number - 1].extract_text() or ""
-        except Exception as e:  # noqa: BLE001 - one bad page must not lose the others
-            logging.getLogger(__name__).debug("PDF %s page %d: %s", source, number, e)
-            continue
-        text = _clean_pdf_text(text)
-        if not text:
-            continue
-        text = text[: max(max_chars - size, 0)]
-        size += len(text)
-        parts.append(f"## Page {number}\n\n{text}")
-    if not parts:
-        raise CrawlRefused(f"no extractable text in the PDF{where} (it may be scanned images)")
-    if stopped:
-        parts.append(f"[{stopped}]")
-    if not title:
-        first = parts[0].split("\n\n", 1)[1]
-        line = next((ln.strip() for ln in first.splitlines() if ln.strip()), "")
-        title = line if len(line) <= 120 else ""
-    return _one_line(title), "\n\n".join(parts) + "\n"
-
-
-def _pdf_title(reader: pypdf.PdfReader) -> str:
-    try:
-        title = reader.metadata.title if reader.metadata else None
-    except Exception:  # noqa: BLE001 - broken info dictionary: fall back to the text
-        return ""
-    title = _one_line(str(title or ""))
-    # Generators often leave placeholders such as "untitled" or a file name.
-    lowered = title.lower()
-    if lowered in {"untitled", "title", "unknown"} or lowered.endswith((".doc", ".docx", ".pdf")):
-        return ""
-    return title
-
-
-def _clean_pdf_text(text: str) -> str:
-    """Strip NULs and trailing spaces; keep at most one blank line in a row."""
-    lines = [line.rstrip() for line in text.replace("\x00", "").splitlines()]
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
-
-
-def _pdf(body: bytes, charset: str | None, url: str) -> tuple[str, str]:
-    """Title and markdown of a PDF document (see ``pdf_to_markdown``)."""
-    return pdf_to_markdown(body, f"at {url}")
-
-
-# Content types the crawler understands, by MIME type: a converter
-# ``(body, charset, url) -> (title, markdown)``, run in a thread.
-CONVERTERS: dict[str, Callable[[bytes, str | None, str], tuple[str, str]]] = {
-    "text/html": _html,
-    "application/xhtml+xml": _html,
-    "text/plain": _plain,
-    "application/pdf": _pdf,
-    "application/x-pdf": _pdf,
-}
 
 
 def _transient(message: str, retry_after: str | None = None) -> ApplicationError:
-    return ApplicationError(message, type=TRANSIENT, next_retry_delay=_retry_delay(retry_after))
-
-
-def _retry_delay(value: str | None) -> timedelta | None:
-    """A Retry-After header (seconds or HTTP date) as a delay of at most 60 s."""
-    if not value:
-        return None
-    try:
-        delay = timedelta(seconds=float(value))
-    except (ValueError, OverflowError):
-        try:
-            delay = parsedate_to_datetime(value) - datetime.now(UTC)
-        except (TypeError, ValueError):
-            return None
-    return min(max(delay, timedelta(0)), MAX_RETRY_AFTER)
+    return ApplicationError(message, type=TRANSIENT, next_retry_delay=retry_delay(retry_after, MAX_RETRY_AFTER))
 
 
 class CrawlActivities:
@@ -260,13 +65,13 @@ class CrawlActivities:
             if not markdown.strip():
                 raise CrawlRefused(f"no readable text found on {final_url}")
         except (UnsafeURL, CrawlRefused) as e:
-            return ToolResult(error=True, content=f"Error: {_one_line(str(e))}")
+            return ToolResult(error=True, content=f"Error: {one_line(str(e))}")
         except (httpx.InvalidURL, httpx.DecodingError) as e:
-            return ToolResult(error=True, content=f"Error: cannot fetch {url}: {_one_line(str(e))}")
+            return ToolResult(error=True, content=f"Error: cannot fetch {url}: {one_line(str(e))}")
         except TimeoutError:
             raise _transient(f"timed out after {self.timeout:g} s fetching {url}") from None
         except httpx.TransportError as e:
-            reason = _one_line(str(e)) or type(e).__name__
+            reason = one_line(str(e)) or type(e).__name__
             raise _transient(f"network error fetching {url}: {reason}") from e
         title = title or final_url
         ref = await self.blobs.put(markdown)

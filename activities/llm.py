@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from datetime import UTC, timedelta
-from email.utils import parsedate_to_datetime
+from datetime import timedelta
 from functools import cache
 from importlib import resources
 from string import Template
@@ -26,6 +25,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities import context, text_tools
 from activities.heartbeat import heartbeating
+from activities.retry_after import retry_delay
 from infra.blobs import BlobStore
 from infra.settings import Settings
 from workflows.clean import clean_text
@@ -60,20 +60,12 @@ def _tool_schemas() -> dict[str, dict]:
     return {tool["name"]: {"type": "function", "function": tool} for tool in json.loads(text)}
 
 
-def _retry_after(err: openai.APIStatusError) -> timedelta | None:
-    value = err.response.headers.get("retry-after") if err.response is not None else None
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            from datetime import datetime
+MAX_RETRY_AFTER = timedelta(seconds=120)
 
-            seconds = (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds()
-        except (TypeError, ValueError):
-            return None
-    return timedelta(seconds=min(max(seconds, 0.0), 120.0))
+
+def _retry_after(err: openai.APIStatusError) -> timedelta | None:
+    headers = err.response.headers if err.response is not None else {}
+    return retry_delay(headers.get("retry-after"), MAX_RETRY_AFTER)
 
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")

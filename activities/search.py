@@ -25,12 +25,10 @@ import asyncio
 import html
 import logging
 import re
-import time
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -41,6 +39,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
+from activities.retry_after import retry_delay
 from infra.errors import ConfigError
 from infra.settings import SEARCH_ENGINES, Settings
 from workflows.models import Citation, SearchRequest, ToolResult
@@ -153,16 +152,8 @@ def filter_hits(hits: Sequence[Hit], include: Sequence[str], exclude: Sequence[s
 def retry_after(headers: Mapping[str, str]) -> float | None:
     """Seconds to wait from ``Retry-After`` (seconds or HTTP date), else from
     Brave's ``X-RateLimit-Reset`` (first window), else None."""
-    value = (headers.get("Retry-After") or "").strip()
-    seconds: float | None = None
-    if value:
-        try:
-            seconds = float(value)
-        except ValueError:
-            try:
-                seconds = parsedate_to_datetime(value).timestamp() - time.time()
-            except (TypeError, ValueError, IndexError):
-                seconds = None
+    delay = retry_delay(headers.get("Retry-After"), timedelta(seconds=MAX_RETRY_DELAY))
+    seconds = delay.total_seconds() if delay is not None else None
     if seconds is None:
         reset = (headers.get("X-RateLimit-Reset") or "").split(",")[0].strip()
         try:

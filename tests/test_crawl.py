@@ -12,7 +12,8 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-import activities.crawl as crawl_module
+import activities.crawl as crawl_activity
+import activities.documents as documents
 from activities.crawl import CrawlActivities
 from activities.url_guard import UnsafeURL, check_url
 from infra.blobs import FileBlobStore
@@ -122,7 +123,7 @@ async def test_redirects_followed_and_rechecked(pages, crawler, monkeypatch):
     async def recording_check(url, allow_private):
         checked.append(url)
 
-    monkeypatch.setattr(crawl_module, "check_url", recording_check)
+    monkeypatch.setattr(crawl_activity, "check_url", recording_check)
     result = await crawl(crawler, pages.url("/old"))
     assert result.sources[0].url == pages.url("/new")
     assert pages.hits == ["/old", "/middle", "/new"]
@@ -143,7 +144,7 @@ async def test_redirect_to_private_refused_before_fetch(pages, blobs, monkeypatc
         if not url.endswith("/public"):
             raise UnsafeURL(f"refusing to fetch {url}")
 
-    monkeypatch.setattr(crawl_module, "check_url", guard)
+    monkeypatch.setattr(crawl_activity, "check_url", guard)
     result = await crawl(CrawlActivities(blobs), pages.url("/public"))
     assert result.error and "refusing" in result.content
     assert pages.hits == ["/public"]
@@ -375,7 +376,7 @@ async def test_pdf_title_falls_back_to_first_line(pages, crawler):
 
 
 def test_pdf_page_limit():
-    title, markdown = crawl_module.pdf_to_markdown(
+    title, markdown = documents.pdf_to_markdown(
         make_pdf([[f"Text of page {n}."] for n in range(1, 8)]), "test", max_pages=3
     )
     assert "Text of page 3." in markdown and "Text of page 4." not in markdown
@@ -384,7 +385,7 @@ def test_pdf_page_limit():
 
 
 def test_pdf_text_limit():
-    _, markdown = crawl_module.pdf_to_markdown(make_pdf([["x" * 80] * 10] * 10), "test", max_chars=1000)
+    _, markdown = documents.pdf_to_markdown(make_pdf([["x" * 80] * 10] * 10), "test", max_chars=1000)
     assert markdown.count("x") <= 1000
     assert "text limit" in markdown
 

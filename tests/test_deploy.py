@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from activities.local_docs import LocalDocsActivities
+from activities.local_docs.activities import LocalDocsActivities
 from client.devserver import (
     QUEUE_READ_RATE,
     DevServer,

@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.local_docs import LocalDocsActivities, LocalIndex, query_terms, split_sections
+from activities.local_docs.activities import LocalDocsActivities
+from activities.local_docs.index import LocalIndex, query_terms
+from activities.local_docs.splitter import split_sections
 from workflows.models import Citation, IndexRequest, LocalSearchRequest
 
 CORPUS = Path(__file__).parent / "corpus"

@@ -1,25 +1,8 @@
-"""Local documents: the ``index_resources`` and ``local_search`` tools.
-
-The files and folders a run was given with ``--resource`` (markdown, text,
-HTML, PDF) are split into sections and stored in an embedded SQLite FTS5
-index, one index file per run under ``<data dir>/indexes/``. The researcher
-searches it with ``local_search(query)``; every hit cites the file and the
-section as ``file:///absolute/path#section-slug``.
-
-Indexing is idempotent: a file whose modification time and size did not
-change is skipped, so a retried activity (or a resumed run) redoes nothing.
-Files that cannot be read are reported in the summary, never fatal.
-
-With a shared store (``SharedIndexes``: the payload bucket, when
-DEEPRESEARCH_PAYLOAD_S3_BUCKET is set), the worker that indexed a run's
-documents uploads a copy of the index, and a worker on another machine
-fetches it before its first search of that run.
-"""
+"""A run's local-document index: SQLite FTS5 with bm25 ranking over file
+name, section title and text; CJK text searched as phrases of characters."""
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import os
 import re
 import sqlite3
@@ -32,31 +15,11 @@ from functools import cache
 from pathlib import Path
 from urllib.parse import quote
 
-from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from activities.documents import CrawlRefused
+from activities.local_docs.splitter import KINDS, SKIP_DIRS, read_document
 
-from activities.crawl import CONVERTERS, CrawlRefused, pdf_to_markdown
-from infra.blobs import ObjectClient, get_if_present, write_atomically
-from workflows.models import Citation, IndexRequest, LocalSearchRequest, ToolResult
-
-# File types, by extension.
-KINDS = {
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".txt": "text",
-    ".text": "text",
-    ".rst": "text",
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-    ".pdf": "pdf",
-}
-SKIP_DIRS = {"node_modules", "__pycache__", "venv", "site-packages"}
-CHUNK_CHARS = 1_500  # target size of a section without headings
 MAX_FILE_BYTES = 50_000_000
 MAX_FILES = 5_000
-PDF_MAX_PAGES = 1_000
-PDF_MAX_SECONDS = 120.0
 EXCERPT_CHARS = 1_500  # text shown to the model per hit (about one section)
 SNIPPET_CHARS = 300
 MAX_LISTED_PROBLEMS = 10
@@ -75,12 +38,6 @@ _STOPWORDS = frozenset(
     that the their there these this to was were what when where which who why
     will with about into than then""".split()
 )
-
-
-# --- requests (the lead moves these to workflows/models.py) -------------------
-
-
-# --- results ------------------------------------------------------------------
 
 
 @dataclass
@@ -132,166 +89,6 @@ class Hit:
     def url(self) -> str:
         uri = Path(self.path).as_uri()
         return f"{uri}#{quote(self.slug, safe='-_')}" if self.slug else uri
-
-
-@dataclass
-class Section:
-    title: str
-    slug: str
-    text: str
-    context: str = ""  # the headings above this one, for search only
-
-
-# --- splitting documents into sections ------------------------------------------
-
-_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
-
-
-def slugify(title: str) -> str:
-    """A GitHub-style anchor: lower case, punctuation dropped, spaces to hyphens."""
-    slug = re.sub(r"[^\w\- ]", "", title.strip().lower())
-    return slug.replace(" ", "-") or "section"
-
-
-def _clean_heading(text: str) -> str:
-    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)  # links and images: their text
-    text = re.sub(r"[*_`]+", "", text)
-    return " ".join(text.split())
-
-
-def _split_long(paragraph: str, size: int) -> Iterator[str]:
-    """Cut a paragraph longer than ``size`` at sentence ends, else at spaces."""
-    while len(paragraph) > size:
-        window = paragraph[:size]
-        cut = max(window.rfind(". "), window.rfind("? "), window.rfind("! "), window.rfind("\n"))
-        if cut < size // 2:
-            cut = window.rfind(" ")
-        if cut < size // 2:
-            cut = size - 1
-        yield paragraph[: cut + 1].strip()
-        paragraph = paragraph[cut + 1 :].strip()
-    if paragraph:
-        yield paragraph
-
-
-def chunk_text(text: str, size: int = CHUNK_CHARS) -> list[str]:
-    """Pieces of about ``size`` characters, cut at paragraph boundaries."""
-    chunks: list[str] = []
-    current = ""
-    for raw in re.split(r"\n[ \t]*\n", text):
-        for paragraph in _split_long(raw.strip(), size):
-            if current and len(current) + 2 + len(paragraph) > size:
-                chunks.append(current)
-                current = paragraph
-            else:
-                current = f"{current}\n\n{paragraph}" if current else paragraph
-    if current:
-        chunks.append(current)
-    return chunks
-
-
-def split_sections(markdown: str, size: int = CHUNK_CHARS) -> list[Section]:
-    """Sections at markdown headings (ATX ``#`` and setext underlines, not
-    inside code fences); text without a heading, and long sections, are cut
-    into chunks of about ``size`` characters."""
-    markdown = _FRONT_MATTER.sub("", markdown.lstrip("\ufeff"), count=1)
-    # (level, heading, headings above it, lines); level 0 is the text before any heading
-    blocks: list[tuple[int, str, str, list[str]]] = [(0, "", "", [])]
-    stack: list[tuple[int, str]] = []
-    fence = ""
-
-    def start(level: int, raw: str) -> None:
-        heading = _clean_heading(raw)
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        above = " ".join(h for _, h in stack)
-        stack.append((level, heading))
-        blocks.append((level, heading, above, []))
-
-    for line in markdown.splitlines():
-        lines = blocks[-1][3]
-        if fence:
-            if line.strip().startswith(fence):
-                fence = ""
-            lines.append(line)
-            continue
-        if match := _FENCE.match(line):
-            fence = match.group(1)
-            lines.append(line)
-            continue
-        if match := _ATX.match(line):
-            start(len(match.group(1)), match.group(2))
-            continue
-        if _SETEXT.match(line) and _setext_text(lines):
-            start(1 if line.strip().startswith("=") else 2, lines.pop())
-            continue
-        lines.append(line)
-
-    sections: list[Section] = []
-    slugs: dict[str, int] = {}
-    untitled: list[str] = []
-    for _, heading, above, lines in blocks:
-        pieces = chunk_text("\n".join(lines).strip(), size)
-        if not heading:
-            untitled.extend(pieces)
-            continue
-        base = slugify(heading)
-        seen = slugs.get(base, 0)
-        slugs[base] = seen + 1
-        slug = base if seen == 0 else f"{base}-{seen}"
-        # A heading directly followed by a sub-heading has no section of its
-        # own; its words are searchable through the sections below it.
-        sections.extend(Section(heading, slug, piece, above) for piece in pieces)
-    if len(untitled) == 1:
-        sections.insert(0, Section("", "", untitled[0]))
-    else:
-        parts = [Section(f"Part {n}", f"part-{n}", t) for n, t in enumerate(untitled, 1)]
-        sections[:0] = parts
-    return sections
-
-
-def _setext_text(lines: list[str]) -> bool:
-    """Whether the line before an ``===``/``---`` line is heading text (not a
-    blank line, list item, quote, fence or table row, where ``---`` is a rule)."""
-    if not lines or not lines[-1].strip():
-        return False
-    last = lines[-1]
-    return not (re.match(r"^\s*([-*+>|]|\d+[.)]\s)", last) or _FENCE.match(last))
-
-
-# --- reading files ------------------------------------------------------------
-
-
-def read_document(path: Path, data: bytes) -> tuple[str, list[Section]]:
-    """Title and sections of a file's content; ``CrawlRefused`` if unreadable."""
-    kind = KINDS[path.suffix.lower()]
-    url = path.as_uri()
-    if kind == "pdf":
-        title, markdown = pdf_to_markdown(data, "", max_pages=PDF_MAX_PAGES, max_seconds=PDF_MAX_SECONDS)
-    elif kind == "html":
-        title, markdown = CONVERTERS["text/html"](data, None, url)
-    else:
-        first_line, markdown = CONVERTERS["text/plain"](data, None, url)
-        markdown = markdown.lstrip("\ufeff")
-        title = first_line if kind == "text" else ""
-        if kind == "markdown":
-            h1 = re.search(r"^ {0,3}#[ \t]+(.+?)[ \t#]*$", markdown, re.M)
-            title = _clean_heading(h1.group(1)) if h1 else ""
-    sections = _text_sections(markdown) if kind == "text" else split_sections(markdown)
-    return title, sections
-
-
-def _text_sections(text: str) -> list[Section]:
-    pieces = chunk_text(text.strip())
-    if len(pieces) == 1:
-        return [Section("", "", pieces[0])]
-    return [Section(f"Part {n}", f"part-{n}", t) for n, t in enumerate(pieces, 1)]
-
-
-# --- the index ----------------------------------------------------------------
 
 
 @cache
@@ -567,111 +364,3 @@ def format_local_hits(query: str, hits: list[Hit], terms: list[str]) -> str:
         excerpt = _excerpt(hit.text, terms, EXCERPT_CHARS)
         lines.append(f"{n}. {hit.title}\n   URL: {hit.url}\n   {excerpt}")
     return "\n".join(lines)
-
-
-class SharedIndexes:
-    """Copies of run indexes in an S3 bucket, ``<prefix><file name>``, so that
-    any worker can search the documents another worker indexed."""
-
-    def __init__(self, client: ObjectClient, bucket: str, prefix: str = "indexes/") -> None:
-        self.client = client
-        self.bucket = bucket
-        self.prefix = prefix
-
-    async def upload(self, index: LocalIndex) -> None:
-        data = await asyncio.to_thread(index.snapshot)
-        await self.client.put_object(bucket=self.bucket, key=self.prefix + index.path.name, data=data)
-
-    async def download(self, index: LocalIndex) -> bool:
-        """Fetch the run's index into ``index.path``; False if none was shared."""
-        data = await get_if_present(self.client, self.bucket, self.prefix + index.path.name)
-        if data is None:
-            return False
-        for leftover in ("-wal", "-shm"):  # of an older copy: not for this file
-            Path(f"{index.path}{leftover}").unlink(missing_ok=True)
-        write_atomically(index.path, data)
-        return True
-
-
-class LocalDocsActivities:
-    """``index_resources`` and ``local_search``; one instance per worker."""
-
-    def __init__(self, data_dir: Path, shared: SharedIndexes | None = None) -> None:
-        self.data_dir = Path(data_dir)
-        self.shared = shared
-        # Run keys whose index in the data dir is current: built here, or
-        # fetched from the shared store by this process (a copy left by an
-        # earlier run with the same key is fetched again).
-        self.current: set[str] = set()
-        self._fetching: dict[str, asyncio.Lock] = {}
-
-    def index_for(self, run_key: str) -> LocalIndex:
-        """The run's index file: ``<data dir>/indexes/<run key>.sqlite`` (the key
-        made safe as a file name; a hash keeps altered keys distinct)."""
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", run_key)[:100].lstrip(".") or "run"
-        if safe != run_key:
-            safe += "-" + hashlib.sha256(run_key.encode("utf-8")).hexdigest()[:12]
-        return LocalIndex(self.data_dir / "indexes" / f"{safe}.sqlite")
-
-    @activity.defn(name="index_resources")
-    async def index_resources(self, request: IndexRequest) -> str:
-        """Index the run's resources; a short summary (files, sections, problems)."""
-        _require_fts5()
-        index = self.index_for(request.run_key)
-        done = 0
-
-        def progress(count: int) -> None:
-            nonlocal done
-            done = count
-
-        task = asyncio.ensure_future(asyncio.to_thread(index.index, request.paths, progress))
-        # Heartbeat from the event loop while the thread works (the SDK's
-        # heartbeat is not thread-safe for async activities).
-        while not task.done():
-            await asyncio.wait({task}, timeout=2.0)
-            if activity.in_activity():
-                activity.heartbeat(done)
-        report = task.result()
-        if self.shared:
-            await self.shared.upload(index)
-        self.current.add(request.run_key)
-        return report.summary()
-
-    @activity.defn(name="local_search")
-    async def local_search(self, request: LocalSearchRequest) -> ToolResult:
-        """Search the run's local documents; hits cite file and section."""
-        _require_fts5()
-        index = self.index_for(request.run_key)
-        if self.shared:
-            await self._fetch(request.run_key, index)
-        if not index.path.exists():
-            return ToolResult(
-                error=True,
-                content="Error: no local documents were indexed for this run; use web_search.",
-            )
-        try:
-            hits = await asyncio.to_thread(index.search, request.query, request.max_results)
-        except sqlite3.Error as e:
-            return ToolResult(error=True, content=f"Error: local search failed: {e}")
-        sources = list({hit.url: Citation(title=hit.title, url=hit.url) for hit in hits}.values())
-        return ToolResult(
-            content=format_local_hits(request.query, hits, query_terms(request.query)),
-            sources=sources,
-        )
-
-    async def _fetch(self, run_key: str, index: LocalIndex) -> None:
-        """Once per process and run: the shared copy of the run's index, if
-        there is one. Parallel searches of the run wait for one download."""
-        assert self.shared
-        async with self._fetching.setdefault(run_key, asyncio.Lock()):
-            if run_key not in self.current and await self.shared.download(index):
-                self.current.add(run_key)
-
-
-def _require_fts5() -> None:
-    if not fts5_available():
-        raise ApplicationError(
-            "this Python's SQLite has no FTS5 full-text search, which local documents need",
-            type="FTS5Unavailable",
-            non_retryable=True,
-        )

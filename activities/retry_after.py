@@ -1,0 +1,24 @@
+"""How long a server asked us to wait (``Retry-After``), for the next
+retry of an activity: Temporal honours ``ApplicationError.next_retry_delay``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+
+
+def retry_delay(value: str | None, cap: timedelta) -> timedelta | None:
+    """A ``Retry-After`` header value (seconds, or an HTTP date) as a delay
+    between zero and ``cap``; None when there is none or it cannot be read."""
+    if not value:
+        return None
+    try:
+        delay = timedelta(seconds=float(value.strip()))
+    except (ValueError, OverflowError):
+        try:
+            delay = parsedate_to_datetime(value.strip()) - datetime.now(UTC)
+        except (TypeError, ValueError, IndexError):
+            return None
+    if delay != delay:  # NaN
+        return None
+    return min(max(delay, timedelta(0)), cap)
