@@ -27,7 +27,7 @@ from activities.mcp.config import load_mcp_config
 from activities.sandbox import make_sandbox
 from activities.sandbox.activities import SandboxActivities
 from activities.sandbox.base import Sandbox
-from activities.search import SearchActivities
+from activities.search.activities import SearchActivities
 from infra.blobs import blob_store
 from infra.errors import ConfigError, ConnectionFailed
 from infra.payload_storage import payload_storage_location as payload_storage

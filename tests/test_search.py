@@ -17,17 +17,13 @@ import pytest
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 from temporalio.exceptions import ApplicationError
 
-from activities.search import (
-    ArxivEngine,
-    BraveEngine,
-    DuckDuckGoEngine,
-    Hit,
-    SearchActivities,
-    SearxngEngine,
-    TavilyEngine,
-    domain_matches,
-    retry_after,
-)
+from activities.search.activities import SearchActivities
+from activities.search.arxiv import ArxivEngine
+from activities.search.base import Hit, domain_matches, retry_after
+from activities.search.brave import BraveEngine
+from activities.search.duckduckgo import DuckDuckGoEngine
+from activities.search.searxng import SearxngEngine
+from activities.search.tavily import TavilyEngine
 from infra.errors import ConfigError
 from infra.settings import Settings, parse_domains
 from testkit.engines import ScriptedArxiv, ScriptedBrave, ScriptedSearxng
