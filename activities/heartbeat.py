@@ -1,6 +1,6 @@
 """Heartbeat on a timer while an activity waits on the network or a process,
 so Temporal notices a dead worker within the heartbeat timeout (see
-workflows/agent.py) instead of the much longer start-to-close timeout."""
+workflows/activity_calls.py) instead of the much longer start-to-close timeout."""
 
 from __future__ import annotations
 

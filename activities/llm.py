@@ -32,9 +32,6 @@ from workflows.clean import clean_text
 from workflows.model_output import read_plan, repair_arguments, strip_think
 from workflows.models import Message, ModelReply, ModelRequest, ToolCall
 
-# Error types the workflow's retry policy must not retry.
-NON_RETRYABLE = ["ModelAuthError", "ModelRequestError"]
-
 
 @cache
 def _prompt_file(path: str) -> str:

@@ -16,7 +16,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from workflows.models import Plan, ProgressEvent, RunStatus, Usage
+from client.wording import usage_text
+from workflows.models import Plan, ProgressEvent, RunStatus
 
 STEP_MARKS = {
     "pending": ("·", "dim"),
@@ -24,14 +25,6 @@ STEP_MARKS = {
     "done": ("✓", "green"),
     "failed": ("✗", "red"),
 }
-
-
-def usage_text(usage: Usage) -> str:
-    return (
-        f"{usage.llm_calls} LLM calls ({usage.prompt_tokens:,} prompt + "
-        f"{usage.completion_tokens:,} completion tokens), {usage.searches} searches, "
-        f"{usage.crawls} crawls, {usage.code_runs} code runs"
-    )
 
 
 def render_plan(plan: Plan) -> RenderableType:

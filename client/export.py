@@ -23,7 +23,8 @@ from typing import Literal, get_args
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from workflows.models import Citation, ResearchResult, Usage
+from client.wording import usage_text
+from workflows.models import Citation, ResearchResult
 
 Format = Literal["md", "html", "json"]
 FORMATS: tuple[str, ...] = get_args(Format)
@@ -108,22 +109,6 @@ def _lang(locale: str) -> str:
     return tag or "en"
 
 
-def _plural(count: int, one: str, many: str) -> str:
-    return f"{count:,} {one if count == 1 else many}"
-
-
-def usage_line(usage: Usage) -> str:
-    return " · ".join(
-        (
-            _plural(usage.llm_calls, "LLM call", "LLM calls"),
-            f"{usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion tokens",
-            _plural(usage.searches, "search", "searches"),
-            _plural(usage.crawls, "crawl", "crawls"),
-            _plural(usage.code_runs, "code run", "code runs"),
-        )
-    )
-
-
 def _sources(citations: list[Citation]) -> str:
     seen: set[str] = set()
     items: list[str] = []
@@ -180,7 +165,7 @@ def render_html(result: ResearchResult) -> str:
 {_sources(result.citations)}</main>
 <footer>
 <p class="question">Question: {escape(result.question)}</p>
-<p class="usage">{escape(usage_line(result.usage))}{status}</p>
+<p class="usage">{escape(usage_text(result.usage))}{status}</p>
 </footer>
 </body>
 </html>

@@ -1,4 +1,5 @@
-"""Worker-side configuration, read from the environment (SPEC §3).
+"""Worker-side configuration, read from the environment (see README,
+"Configuration").
 
 Secrets live here and only here: they are read by the worker process and are
 never put into workflow inputs, results or history.

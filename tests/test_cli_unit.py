@@ -316,3 +316,13 @@ def test_result_writes_the_file_in_the_inferred_format(argv, name, start, finish
     assert asyncio.run(cmd_result(parse("result", "research-1", *argv))) == 0
     assert (tmp_path / name).read_text(encoding="utf-8").startswith(start)
     assert capsys.readouterr().out == f"saved to {name}\n"
+
+
+def test_usage_reads_as_english_in_the_singular_and_the_plural():
+    from client.wording import usage_text
+    from workflows.models import Usage
+
+    one = usage_text(Usage(llm_calls=1, searches=1, crawls=1, code_runs=1))
+    assert one.startswith("1 LLM call (") and "1 search," in one and "1 crawl," in one and one.endswith("1 code run")
+    many = usage_text(Usage(llm_calls=2, searches=3, crawls=0, code_runs=2, cache_hits=4))
+    assert "2 LLM calls" in many and "3 searches" in many and "0 crawls" in many and many.endswith("4 cache hits")

@@ -22,7 +22,7 @@ the workflow history) reached the scripted servers again.
   the same port and database; the run completes.
 
 Recovery after a kill waits for the killed activity's heartbeat timeout
-(15 s for model calls and crawls, in ``workflows/agent.py``), so each
+(10 s for model calls and tool calls, in ``workflows/activity_calls.py``), so each
 crashed run takes ~20 s; the scenarios of a test run concurrently.
 """
 

@@ -10,12 +10,13 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from client.devserver import DevServer, port_open
-from client.display import make_console, print_report, usage_text
+from client.display import make_console, print_report
 from client.export import render
 from client.interactive import follow_run
 from client.options import connection, report_path, research_input
 from client.runs import new_workflow_id, start_research
 from client.talk import exit_code, write_file
+from client.wording import usage_text
 from infra.process import cancel_on_sigterm
 from infra.settings import Settings
 from infra.temporal import Connection, connect

@@ -6,9 +6,10 @@ import argparse
 
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
-from client.display import event_line, make_console, usage_text
+from client.display import event_line, make_console
 from client.options import connection
 from client.talk import exit_code
+from client.wording import usage_text
 from infra.temporal import connect
 from workflows.models import PROGRESS_TOPIC, ProgressEvent, ResearchResult
 
