@@ -19,6 +19,7 @@ from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
 
 from activities.crawl import CrawlActivities
+from activities.deck import DeckActivities
 from activities.llm import ModelActivities
 from activities.local_docs.activities import LocalDocsActivities
 from activities.local_docs.sharing import SharedIndexes
@@ -28,6 +29,7 @@ from activities.sandbox import make_sandbox
 from activities.sandbox.activities import SandboxActivities
 from activities.sandbox.base import Sandbox
 from activities.search.activities import SearchActivities
+from activities.speech import SpeechActivities
 from infra.blobs import blob_store
 from infra.errors import ConfigError, ConnectionFailed
 from infra.payload_storage import payload_storage_location as payload_storage
@@ -37,6 +39,9 @@ from infra.settings import Settings
 from infra.temporal import Connection, connect
 from infra.tracing import tracing_enabled
 from workflows.deep_research import DeepResearch
+from workflows.podcast import Podcast
+from workflows.prose import Prose
+from workflows.slides import Slides
 
 
 def shared_indexes(env: Mapping[str, str] | None = None) -> SharedIndexes | None:
@@ -72,10 +77,12 @@ def build_worker(
     code = SandboxActivities(sandbox)
     docs = LocalDocsActivities(settings.data_dir, shared_indexes())
     mcp = McpActivities(load_mcp_config(data_dir=settings.data_dir), blobs)  # ConfigError: one line, at worker start
+    speech = SpeechActivities(settings, blobs)
+    deck = DeckActivities(blobs)
     worker = Worker(
         client,
         task_queue=task_queue,
-        workflows=[DeepResearch],
+        workflows=[DeepResearch, Podcast, Slides, Prose],
         activities=[
             model.chat,
             search.web_search,
@@ -86,6 +93,9 @@ def build_worker(
             docs.local_search,
             mcp.list_tools,
             mcp.call_tool,
+            speech.speak,
+            speech.join_audio,
+            deck.build_deck,
         ],
         max_cached_workflows=max_cached_workflows,
         max_concurrent_activities=max_concurrent_activities,

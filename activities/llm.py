@@ -29,7 +29,7 @@ from activities.retry_after import retry_delay
 from infra.blobs import BlobStore
 from infra.settings import Settings
 from workflows.clean import clean_text
-from workflows.model_output import read_plan, repair_arguments, strip_think
+from workflows.model_output import read_plan, read_podcast_script, repair_arguments, strip_think
 from workflows.models import Message, ModelReply, ModelRequest, ToolCall
 
 
@@ -78,43 +78,51 @@ def scrub(text: str, secrets: list[str] = ()) -> str:
     return _KEY_LIKE.sub(lambda m: f"{m.group(1)}-***", _BEARER.sub(r"\1***", text))
 
 
-def classify(err: Exception, secrets: list[str] = ()) -> ApplicationError:
+def classify(
+    err: Exception,
+    secrets: list[str] = (),
+    service: str = "model provider",
+    endpoint_hint: str = "OPENAI_BASE_URL",
+) -> ApplicationError:
     """Map an OpenAI client error to a Temporal error: retry rate limits,
     timeouts and 5xx; fail fast on authentication and bad requests. What the
-    provider said is scrubbed of secrets before it reaches history."""
+    server said is scrubbed of secrets before it reaches history. ``service``
+    names the server in the message (the model provider, the speech endpoint)."""
     said = scrub(str(getattr(err, "message", None) or err), secrets)
     if isinstance(err, openai.AuthenticationError):
         return ApplicationError(
-            "the model provider rejected the API key (HTTP 401): set OPENAI_API_KEY to a valid key for OPENAI_BASE_URL",
+            f"the {service} rejected the API key (HTTP 401): set OPENAI_API_KEY to a valid key for {endpoint_hint}",
             type="ModelAuthError",
             non_retryable=True,
         )
     if isinstance(err, openai.PermissionDeniedError):
         return ApplicationError(
-            f"the model provider refused access (HTTP 403): {said}",
-            type="ModelAuthError",
-            non_retryable=True,
+            f"the {service} refused access (HTTP 403): {said}", type="ModelAuthError", non_retryable=True
         )
     if isinstance(err, openai.RateLimitError):
         return ApplicationError(
-            f"rate limited by the model provider (HTTP 429): {said}",
+            f"rate limited by the {service} (HTTP 429): {said}",
             type="ModelRateLimited",
             next_retry_delay=_retry_after(err),
         )
     if isinstance(err, openai.APIStatusError):
         if err.status_code in (408, 409) or err.status_code >= 500:
             return ApplicationError(
-                f"model provider error (HTTP {err.status_code}): {said}",
+                f"{service} error (HTTP {err.status_code}): {said}",
                 type="ModelUnavailable",
                 next_retry_delay=_retry_after(err),
             )
         return ApplicationError(
-            f"the model provider rejected the request (HTTP {err.status_code}): {said}",
+            f"the {service} rejected the request (HTTP {err.status_code}): {said}",
             type="ModelRequestError",
             non_retryable=True,
         )
-    # Connection errors, timeouts, truncated or malformed responses: retry.
-    return ApplicationError(f"model call failed: {type(err).__name__}: {said}", type="ModelUnavailable")
+    if isinstance(err, openai.APIConnectionError):
+        return ApplicationError(
+            f"the {service} is unreachable at {endpoint_hint}: {type(err).__name__}: {said}", type="ModelUnavailable"
+        )
+    # Timeouts, truncated or malformed responses: retry.
+    return ApplicationError(f"{service} call failed: {type(err).__name__}: {said}", type="ModelUnavailable")
 
 
 class ModelActivities:
@@ -199,11 +207,13 @@ class ModelActivities:
             json.dumps([m.model_dump(exclude_defaults=True) for m in conversation + [reply]])
         )
         usage = response.usage
-        reading = None
+        reading, script, problem = None, None, None
+        locale = str(request.variables.get("locale") or "en-US")
         if request.output == "plan":  # json-repair can take long on hostile text: off the event loop
-            reading = await asyncio.to_thread(
-                read_plan, content, request.max_steps or 20, request.variables.get("locale") or "en-US", request.topic
-            )
+            reading = await asyncio.to_thread(read_plan, content, request.max_steps or 20, locale, request.topic)
+            problem = reading.problem
+        elif request.output == "podcast":
+            script, problem = await asyncio.to_thread(read_podcast_script, content, locale)
         return ModelReply(
             content=reply.content,
             tool_calls=calls,
@@ -211,8 +221,9 @@ class ModelActivities:
             prompt_tokens=_count(usage, "prompt_tokens"),
             completion_tokens=_count(usage, "completion_tokens"),
             plan=reading.plan if reading else None,
-            problem=reading.problem if reading else None,
+            problem=problem,
             steps_cut=reading.cut if reading else [],
+            podcast=script,
         )
 
 

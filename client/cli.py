@@ -18,6 +18,8 @@ from pathlib import Path
 
 from client.options import FORMAT_HELP, FORMATS, RUN_OPTIONS
 
+PROSE_OPTIONS = ("continue", "improve", "shorter", "longer", "fix", "zap")  # workflows/models.py
+
 DEV_SERVER_PORT = 7233
 DEV_UI_PORT = 8233
 
@@ -113,6 +115,24 @@ def build_parser() -> Parser:
 
     cancel = command("cancel", "cancel:main", "cancel a run: it ends with a partial report of what it found")
     cancel.add_argument("workflow_id", metavar="ID")
+
+    podcast = command("podcast", "podcast:main", "turn a finished run's report into a two-host audio conversation")
+    podcast.add_argument("workflow_id", metavar="ID")
+    podcast.add_argument("-o", "--output", type=Path, help="audio file (default <data dir>/reports/<ID>.mp3 or .wav)")
+    podcast.add_argument("--json", action="store_true", help="print the result (file, script, usage) as JSON")
+
+    slides = command("slides", "slides:main", "turn a finished run's report into a slide deck")
+    slides.add_argument("workflow_id", metavar="ID")
+    slides.add_argument("-o", "--output", type=Path, help="file (default <data dir>/reports/<ID>.pptx or .md)")
+    slides.add_argument("--format", choices=("pptx", "md"), help="a PowerPoint deck (default) or its Marp markdown")
+    slides.add_argument("--json", action="store_true", help="print the result (file, slides, usage) as JSON")
+
+    prose = command("prose", "prose:main", "rewrite a text (or a run's report): continue, improve, shorten, ...")
+    prose.add_argument("text", nargs="?", help="the text (or use --run ID)")
+    prose.add_argument("--option", required=True, choices=PROSE_OPTIONS, help="what to do with the text")
+    prose.add_argument("--command", help="for --option zap: what to do, e.g. 'turn it into a press release'")
+    prose.add_argument("--run", metavar="ID", help="rewrite this finished run's report")
+    prose.add_argument("--json", action="store_true", help="print the result as JSON")
 
     command("worker", "worker:main", "run a worker until Ctrl-C")
 

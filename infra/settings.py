@@ -15,7 +15,20 @@ from urllib.parse import urlsplit
 
 from infra.errors import ConfigError
 
-ROLES = ("coordinator", "planner", "researcher", "coder", "analyst", "reporter", "reasoning")
+ROLES = (
+    "coordinator",
+    "planner",
+    "researcher",
+    "coder",
+    "analyst",
+    "reporter",
+    "reasoning",
+    "podcast",
+    "slides",
+    "prose",
+)
+DEFAULT_TTS_MODEL = "gpt-4o-mini-tts"
+DEFAULT_TTS_VOICES = ("alloy", "onyx")  # the first for the female host, the second for the male
 DEFAULT_MODEL = "gpt-4.1-mini"
 SEARCH_ENGINES = ("tavily", "duckduckgo", "searxng", "brave", "arxiv")
 # The variable each search engine cannot work without (keyless engines need none).
@@ -73,6 +86,15 @@ def _int(env: Mapping[str, str], name: str) -> int | None:
     return number
 
 
+def _voices(value: str | None) -> tuple[str, str]:
+    if not (value or "").strip():
+        return DEFAULT_TTS_VOICES
+    voices = [v.strip() for v in (value or "").split(",") if v.strip()]
+    if len(voices) != 2:
+        raise ConfigError(f"DEEPRESEARCH_TTS_VOICES must name two voices, e.g. alloy,onyx; got {value!r}")
+    return voices[0], voices[1]
+
+
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     value = env.get(name)
     if not value:
@@ -107,6 +129,9 @@ class Settings:
     allow_private_urls: bool = False
     model_timeout: float = 300.0  # seconds for one model HTTP call
     tool_calling: str = "native"  # or "json": tools described in the prompt
+    tts_model: str = DEFAULT_TTS_MODEL  # the podcast's speech model
+    tts_voices: tuple[str, str] = DEFAULT_TTS_VOICES
+    tts_base_url: str | None = None  # default: OPENAI_BASE_URL
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -147,6 +172,9 @@ class Settings:
             allow_private_urls=_truthy(env.get("DEEPRESEARCH_ALLOW_PRIVATE_URLS")),
             model_timeout=_seconds(env, "DEEPRESEARCH_MODEL_TIMEOUT", 300.0),
             tool_calling=(env.get("DEEPRESEARCH_TOOL_CALLING") or "native").strip().lower(),
+            tts_model=(env.get("DEEPRESEARCH_TTS_MODEL") or DEFAULT_TTS_MODEL).strip(),
+            tts_voices=_voices(env.get("DEEPRESEARCH_TTS_VOICES")),
+            tts_base_url=(env.get("DEEPRESEARCH_TTS_BASE_URL") or "").strip() or env.get("OPENAI_BASE_URL") or None,
         )
 
     def check(self) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from testkit.http_base import Response, ScriptedServer, json_response
 
-ROLES = ("coordinator", "planner", "researcher", "coder", "analyst", "reporter", "editor")
+ROLES = ("coordinator", "planner", "researcher", "coder", "analyst", "reporter", "editor", "podcast", "slides", "prose")
 
 _ERROR_TYPES = {
     400: ("invalid_request_error", None),

@@ -129,5 +129,48 @@ class ResearchScript:
         kept = [line for line in text.splitlines() if re.search(r"FACT|https?://|\d", line)]
         return "\n".join(kept[:20]) or text[:200]
 
+    def podcast(self, request: dict) -> Reply | str:
+        """Two hosts talk through the report's facts; one long line tests splitting."""
+        report = last_user(request)
+        facts = re.findall(r"FACT: [^\n.]+", report) or ["the report has no facts"]
+        lines = [{"speaker": "female", "paragraph": "Welcome to the show. Today: what our research found."}]
+        for n, fact in enumerate(facts):
+            lines.append({"speaker": "male" if n % 2 == 0 else "female", "paragraph": f"Here is one: {fact}."})
+        lines.append({"speaker": "male", "paragraph": " ".join(["This is a long sentence about the findings."] * 120)})
+        lines.append({"speaker": "female", "paragraph": "That is all for today. Goodbye!"})
+        return json.dumps({"locale": "en-US", "lines": lines})
+
+    def slides(self, request: dict) -> Reply | str:
+        """A deck with a table, a long bullet and notes, from the report."""
+        facts = re.findall(r"FACT: [^\n.]+", last_user(request)) or ["no facts"]
+        long_bullet = " ".join(["a bullet far too long to fit on one line of a slide"] * 12)
+        return "\n".join(
+            [
+                "---",
+                "marp: true",
+                "---",
+                "## Key findings",
+                *[f"- {fact}" for fact in facts],
+                "<!-- Start with the facts. -->",
+                "---",
+                "## In numbers",
+                "| Item | Value |",
+                "|---|---|",
+                "| Ships logged | 4417 |",
+                "| Year | 1911 |",
+                "---",
+                "## Details",
+                f"- {long_bullet}",
+                *[f"- point {i}" for i in range(14)],
+                "<!-- Go through the details. -->",
+            ]
+        )
+
+    def prose(self, request: dict) -> Reply | str:
+        """Names the instruction it got (the prompt's second paragraph) and echoes the text."""
+        system = request["messages"][0]["content"]
+        instruction = system.split("\n\n")[1].split(":")[0].split(" ")[0]
+        return f"[{instruction}] {last_user(request)}"
+
     def unknown(self, request: dict) -> Reply | str:
         return Reply(status=400, content=f"unscripted request: {all_text(request)[:200]}")

@@ -253,3 +253,21 @@ class ActivityCalls:
         for source in result.sources:
             self.state.sources.setdefault(source.url, source)
         return result
+
+
+# --- the side outputs' activities (podcast, slides) ------------------------------
+
+SPEECH_CALL = dict(
+    start_to_close_timeout=timedelta(minutes=10),  # above DEEPRESEARCH_MODEL_TIMEOUT for one line
+    heartbeat_timeout=timedelta(seconds=10),
+    retry_policy=RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=60),
+        maximum_attempts=10,
+        non_retryable_error_types=["ModelAuthError", "ModelRequestError"],
+    ),
+)
+FILE_CALL = dict(  # joining clips, building a deck: local work on blobs
+    start_to_close_timeout=timedelta(minutes=5), retry_policy=RetryPolicy(maximum_attempts=3)
+)

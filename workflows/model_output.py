@@ -232,3 +232,39 @@ def _complete_step(step: dict, n: int, plan_title: str) -> None:
     if not str(step.get("step_type") or "").strip():
         needs_search = step.get("need_search", step.get("need_web_search", True))
         step["step_type"] = "research" if needs_search in (True, "true", "True", 1) else "analysis"
+
+
+# --- podcast scripts -----------------------------------------------------------
+
+
+def read_podcast_script(text: str, locale: str = "en-US") -> tuple[dict[str, Any] | None, str | None]:
+    """The podcast script in a reply (``{"locale", "lines": [{"speaker",
+    "paragraph"}]}``; a bare list of lines is accepted, ``text`` for
+    ``paragraph`` too), validated; or None and the reason."""
+    from workflows.models import PodcastScript
+
+    data, problem = load_json(text)
+    if problem:
+        return None, problem
+    if isinstance(data, list):
+        data = {"lines": data}
+    if not isinstance(data, dict):
+        return None, "the reply is not a JSON object with lines"
+    data.setdefault("locale", locale)
+    lines = data.get("lines")
+    if isinstance(lines, list):
+        data["lines"] = [
+            {**line, "paragraph": line.get("paragraph") or line.get("text") or ""} if isinstance(line, dict) else line
+            for line in lines
+        ]
+        data["lines"] = [
+            line for line in data["lines"] if not isinstance(line, dict) or str(line.get("paragraph") or "").strip()
+        ]
+    try:
+        script = PodcastScript.model_validate(data)
+    except ValidationError as err:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'script'}: {e['msg']}" for e in err.errors()[:5])
+        return None, f"the script does not match the schema: {problems}"
+    except (ValueError, TypeError, RecursionError) as err:
+        return None, f"the script could not be read: {type(err).__name__}"
+    return script.model_dump(), None

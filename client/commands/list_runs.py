@@ -1,4 +1,5 @@
-"""`deepresearch list`: recent runs with their status."""
+"""`deepresearch list`: recent runs with their status, and each run's
+podcast and slides beside it."""
 
 from __future__ import annotations
 
@@ -14,21 +15,42 @@ from client.runs import WORKFLOW_TYPE
 from infra.temporal import connect
 from workflows.models import PHASE_ATTRIBUTE, TITLE_ATTRIBUTE
 
+TYPES = (WORKFLOW_TYPE, "Podcast", "Slides", "Prose")
+SUFFIXES = ("-podcast", "-slides")
+
 
 async def main(args: argparse.Namespace) -> int:
     client = await connect(connection(args))
-    runs = [run async for run in client.list_workflows(f'WorkflowType="{WORKFLOW_TYPE}"', limit=args.limit)]
+    query = " OR ".join(f'WorkflowType="{t}"' for t in TYPES)
+    runs = [run async for run in client.list_workflows(query, limit=args.limit)]
     console = make_console()
     if not runs:
         console.print("no runs yet")
         return 0
-    table = Table("id", "status", "started", "title")
-    for run in sorted(runs, key=lambda r: r.start_time, reverse=True):
+    table = Table("id", "status", "started", "title / question")
+    for run in ordered(runs):
         state = run.status.name.lower() if run.status else "?"
         phase = run.typed_search_attributes.get(PHASE_ATTRIBUTE)
         if phase and run.status == WorkflowExecutionStatus.RUNNING:
             state += f" ({phase})"
         started = run.start_time.astimezone().strftime("%Y-%m-%d %H:%M:%S")
-        table.add_row(run.id, state, started, Text(run.typed_search_attributes.get(TITLE_ATTRIBUTE) or ""))
+        title = run.typed_search_attributes.get(TITLE_ATTRIBUTE) or ""
+        if run.workflow_type != WORKFLOW_TYPE:
+            title = f"{run.workflow_type.lower()}"
+        table.add_row(("  " if run.workflow_type != WORKFLOW_TYPE else "") + run.id, state, started, Text(title))
     console.print(table)
     return 0
+
+
+def ordered(runs: list) -> list:
+    """Newest first, each run's podcast and slides right after it."""
+
+    def owner(run) -> str:
+        return next((run.id[: -len(s)] for s in SUFFIXES if run.id.endswith(s)), run.id)
+
+    started = {run.id: run.start_time for run in runs if run.workflow_type == WORKFLOW_TYPE}
+    return sorted(
+        runs,
+        key=lambda r: (started.get(owner(r), r.start_time), r.workflow_type == WORKFLOW_TYPE, r.start_time),
+        reverse=True,
+    )

@@ -7,13 +7,17 @@ import argparse
 from client.display import make_console, print_report
 from client.export import render
 from client.options import connection, output_format
+from client.side_outputs import RESULT_TYPES, SIDE_TYPES
 from client.talk import exit_code, write_file
 from infra.temporal import connect
 from workflows.models import ResearchResult
 
 
 async def main(args: argparse.Namespace) -> int:
-    client = await connect(connection(args))
+    conn = connection(args)
+    client = await connect(conn)
+    if (kind := await side_kind(client, args.workflow_id)) is not None:
+        return await side_result(conn, client, kind, args)
     handle = client.get_workflow_handle(args.workflow_id, result_type=ResearchResult)
     result: ResearchResult = await handle.result()
     fmt = output_format(args)
@@ -25,3 +29,27 @@ async def main(args: argparse.Namespace) -> int:
     else:
         print(text, end="" if text.endswith("\n") else "\n")
     return exit_code(result)
+
+
+async def side_kind(client, workflow_id: str) -> str | None:
+    """ "podcast", "slides" or "prose" for a side output's id, else None."""
+    if not workflow_id.endswith(("-podcast", "-slides")) and not workflow_id.startswith("prose-"):
+        return None
+    described = await client.get_workflow_handle(workflow_id).describe()
+    kinds = {v: k for k, v in SIDE_TYPES.items()}
+    return kinds.get(described.workflow_type)
+
+
+async def side_result(conn, client, kind: str, args: argparse.Namespace) -> int:
+    """A side output fetched again: its file written, or its text printed."""
+    from client.commands import podcast, prose, slides
+
+    handle = client.get_workflow_handle(args.workflow_id, result_type=RESULT_TYPES[SIDE_TYPES[kind]])
+    result = await handle.result()
+    as_json = args.format == "json"
+    if kind == "podcast":
+        return await podcast.save(conn, result, args.output, as_json, handle.id)
+    if kind == "slides":
+        fmt = args.format if args.format in ("md",) else None
+        return await slides.save(conn, result, args.output, fmt, as_json, handle.id)
+    return prose.show(result, as_json, handle.id)

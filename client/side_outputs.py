@@ -1,0 +1,85 @@
+"""Podcast, slides and prose from the client's side: the finished run they
+start from, starting their workflows once per run, and writing their files.
+Shared by the CLI commands and the research desk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from client.errors import CliError
+from infra.blobs import blob_store
+from infra.temporal import Connection
+from workflows.models import PodcastResult, ProseResult, ResearchResult, SlidesResult, SourceReport
+
+SIDE_TYPES = {"podcast": "Podcast", "slides": "Slides", "prose": "Prose"}
+RESULT_TYPES: dict[str, Any] = {"Podcast": PodcastResult, "Slides": SlidesResult, "Prose": ProseResult}
+
+
+def side_id(run_id: str, kind: str) -> str:
+    return f"{run_id}-{kind}"
+
+
+async def finished_report(client: Client, run_id: str, namespace: str) -> SourceReport:
+    """The report of a completed research run; CliError (one line) when the
+    run does not exist, has not completed, or ended without a report."""
+    handle = client.get_workflow_handle(run_id, result_type=ResearchResult)
+    try:
+        described = await handle.describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            raise CliError(f"no run with id {run_id} in namespace {namespace}") from None
+        raise
+    if described.workflow_type != "DeepResearch":
+        raise CliError(f"{run_id} is a {described.workflow_type} workflow, not a research run")
+    if described.status != WorkflowExecutionStatus.COMPLETED:
+        state = described.status.name.lower() if described.status else "unknown"
+        raise CliError(f"run {run_id} has not completed (it is {state}): wait for its report first")
+    result = await handle.result()
+    if result.status not in ("completed", "cancelled") or not result.final_report.strip():
+        raise CliError(f"run {run_id} ended without a research report ({result.status})")
+    return SourceReport(
+        run_id=run_id,
+        title=result.plan.title if result.plan else result.question,
+        report=result.final_report,
+        locale=result.locale,
+        citations=result.citations,
+    )
+
+
+async def start_once(client: Client, conn: Connection, kind: str, argument: Any, workflow_id: str):
+    """The side output's workflow for this run: started if there is none,
+    the existing one (running or completed) otherwise; a failed one is
+    started again."""
+    workflow_type = SIDE_TYPES[kind]
+    try:
+        return await client.start_workflow(
+            workflow_type,
+            argument,
+            id=workflow_id,
+            task_queue=conn.task_queue,
+            result_type=RESULT_TYPES[workflow_type],
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+            static_summary=f"{kind} of {argument.run_id}" if hasattr(argument, "run_id") else None,
+        )
+    except WorkflowAlreadyStartedError:  # completed before: fetch it again
+        return client.get_workflow_handle(workflow_id, result_type=RESULT_TYPES[workflow_type])
+
+
+async def write_blob(conn: Connection, ref: str, path: Path) -> Path:
+    """A file the worker left in the blob store (audio, a deck), written to ``path``."""
+    data = await blob_store(conn.data_dir).get_bytes(ref)
+    path = path.expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def default_path(conn: Connection, run_id: str, extension: str) -> Path:
+    return conn.data_dir / "reports" / f"{run_id}{extension}"
