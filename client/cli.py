@@ -134,6 +134,12 @@ def build_parser() -> Parser:
     prose.add_argument("--run", metavar="ID", help="rewrite this finished run's report")
     prose.add_argument("--json", action="store_true", help="print the result as JSON")
 
+    ui = command("ui", "ui:main", "serve the research desk: a web page to start, follow, review and read runs")
+    ui.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need DEEPRESEARCH_UI_TOKEN)"
+    )
+    ui.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+
     command("worker", "worker:main", "run a worker until Ctrl-C")
 
     server = command("server", "server:main", "run the embedded Temporal dev server with its UI until Ctrl-C")

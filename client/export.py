@@ -133,17 +133,27 @@ def _sources(citations: list[Citation]) -> str:
     )
 
 
-def render_html(result: ResearchResult) -> str:
+def report_html(markdown: str) -> tuple[str, str]:
+    """The report's first heading and its body as HTML, with no raw HTML and
+    only safe links and images (shared by the HTML export and the desk)."""
     md = _markdown()
     env: dict = {}
-    tokens = md.parse(result.final_report, env)
+    tokens = md.parse(markdown, env)
     title = ""
     for index, token in enumerate(tokens):
         if token.type == "inline" and token.children is not None:
             token.children = _safe_inline(md, token.children)
             if not title and index and tokens[index - 1].type == "heading_open":
                 title = md.renderer.renderInlineAsText(token.children, md.options, env).strip()
-    body = md.renderer.render(tokens, md.options, env)
+    return title, md.renderer.render(tokens, md.options, env)
+
+
+def sources_html(citations: list[Citation]) -> str:
+    return _sources(citations)
+
+
+def render_html(result: ResearchResult) -> str:
+    title, body = report_html(result.final_report)
     if not title:
         title = (result.plan.title if result.plan else "") or result.question or "Research report"
     status = "" if result.status == "completed" else f" · status: {escape(result.status)}"

@@ -1,0 +1,62 @@
+"""`deepresearch ui`: the research desk in the browser. It talks to Temporal
+through the same client code as the CLI and starts nothing else."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+
+from client.errors import CliError
+from client.options import connection
+from infra.errors import ConnectionFailed
+from infra.temporal import connect
+
+TOKEN_ENV = "DEEPRESEARCH_UI_TOKEN"
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def temporal_ui_url(address: str) -> str:
+    """The Temporal UI for runs' links: DEEPRESEARCH_TEMPORAL_UI_URL, else the
+    dev server's UI port next to the address."""
+    configured = (os.environ.get("DEEPRESEARCH_TEMPORAL_UI_URL") or "").strip().rstrip("/")
+    if configured:
+        return configured
+    host, _, port = address.rpartition(":")
+    ui_port = int(port) + 1000 if port.isdigit() else 8233
+    return f"http://{host or 'localhost'}:{ui_port}"
+
+
+async def main(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from client.desk.app import create_app
+
+    token = (os.environ.get(TOKEN_ENV) or "").strip() or None
+    if not is_loopback(args.host) and not token:
+        raise CliError(
+            f"the desk would be reachable from other machines on {args.host}: set {TOKEN_ENV} to a secret "
+            "(then open the page with ?token=…), or bind to 127.0.0.1"
+        )
+    conn = connection(args)
+    try:
+        await connect(conn)
+        where = f"Temporal at {conn.address} (namespace {conn.namespace})"
+    except ConnectionFailed as err:
+        where = f"{err} — the desk shows this until Temporal is reachable"
+    app = create_app(conn, token=token, temporal_ui=temporal_ui_url(conn.address))
+    shown = f"http://{args.host}:{args.port}/" + ("?token=…" if token else "")
+    print(f"research desk at {shown}; {where}; Ctrl-C to stop", flush=True)
+    config = uvicorn.Config(
+        app, host=args.host, port=args.port, log_level="warning", access_log=False, timeout_graceful_shutdown=2
+    )
+    await uvicorn.Server(config).serve()
+    return 0

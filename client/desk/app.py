@@ -1,0 +1,416 @@
+"""The research desk: a small Starlette app that talks to Temporal through
+the same client code as the CLI, and serves one page (``static/``).
+
+JSON API (all under ``/api``):
+
+| method and path | does |
+|---|---|
+| GET  /runs?phase=P | recent runs (phase filter through the search attribute) |
+| POST /runs | start a run: ``{"question": …, options of ResearchInput}`` |
+| GET  /runs/{id} | status (the workflow's query) and, once finished, the result |
+| GET  /runs/{id}/events | the run's progress stream as server-sent events; ``Last-Event-ID`` resumes |
+| POST /runs/{id}/review | ``{"feedback": …, "plan_version": n}`` through the ``submit_review`` update |
+| POST /runs/{id}/answer | ``{"answer": …}`` through ``answer_clarification`` |
+| POST /runs/{id}/cancel | cancel: the run ends with a partial report |
+| GET  /runs/{id}/report.{md,html,json} | downloads |
+| POST /runs/{id}/{podcast,slides} | make them; GET downloads them when made |
+
+Safe by default: it binds to loopback; on another address it needs
+``DEEPRESEARCH_UI_TOKEN`` and every request must carry it (the page gets a
+cookie from ``/?token=…``). Changes need a JSON body and a same-origin
+request, so another site cannot drive the desk from a visitor's browser.
+Reports are rendered without raw HTML (as the HTML export is).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+from importlib import resources
+from typing import Any
+
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.service import RPCError, RPCStatusCode
+
+from client.export import render, report_html, sources_html
+from client.runs import WORKFLOW_TYPE, new_workflow_id, start_research
+from client.side_outputs import RESULT_TYPES, SIDE_TYPES, finished_report, side_id, start_once
+from client.talk import QUERY_TIMEOUT, failure_message, rejection_reason
+from infra.blobs import blob_store
+from infra.temporal import Connection, connect
+from workflows.models import (
+    PHASE_ATTRIBUTE,
+    PROGRESS_TOPIC,
+    TITLE_ATTRIBUTE,
+    ProgressEvent,
+    ResearchInput,
+    ResearchResult,
+    RunStatus,
+)
+
+PHASES = ("coordinating", "clarifying", "investigating", "planning", "awaiting_review", "researching", "reporting")
+TOKEN_COOKIE = "desk_token"
+MEDIA = {"md": "text/markdown; charset=utf-8", "html": "text/html; charset=utf-8", "json": "application/json"}
+
+
+class Problem(Exception):
+    """One clear message for the page, with an HTTP status."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def create_app(conn: Connection, *, token: str | None = None, temporal_ui: str | None = None) -> Starlette:
+    desk = Desk(conn, token, temporal_ui)
+    routes = [
+        Route("/", desk.page),
+        Route("/runs/{run_id}", desk.page),
+        Route("/static/{name}", desk.static),
+        Route("/api/health", desk.health),
+        Route("/api/runs", desk.list_runs, methods=["GET"]),
+        Route("/api/runs", desk.start, methods=["POST"]),
+        Route("/api/runs/{run_id}", desk.run),
+        Route("/api/runs/{run_id}/events", desk.events),
+        Route("/api/runs/{run_id}/review", desk.review, methods=["POST"]),
+        Route("/api/runs/{run_id}/answer", desk.answer, methods=["POST"]),
+        Route("/api/runs/{run_id}/cancel", desk.cancel, methods=["POST"]),
+        Route("/api/runs/{run_id}/report.{fmt}", desk.download),
+        Route("/api/runs/{run_id}/{kind:str}", desk.side_output, methods=["GET", "POST"]),
+    ]
+    app = Starlette(routes=routes)
+    app.add_middleware(_Guard, desk=desk)
+    return app
+
+
+class _Guard:
+    """The token (when set), and same-origin JSON for anything that changes."""
+
+    def __init__(self, app, desk: Desk) -> None:
+        self.app, self.desk = app, desk
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        request = Request(scope)
+        if self.desk.token:
+            offered = request.query_params.get("token") or request.cookies.get(TOKEN_COOKIE) or ""
+            offered = offered or request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+            if not hmac.compare_digest(offered.encode(), self.desk.token.encode()):
+                response = JSONResponse({"error": "this desk needs its token: open it with ?token=…"}, 401)
+                return await response(scope, receive, send)
+        if request.method == "POST":
+            origin = request.headers.get("origin")
+            host = request.headers.get("host", "")
+            if origin and origin.split("://", 1)[-1] != host:
+                return await JSONResponse({"error": "cross-site requests are refused"}, 403)(scope, receive, send)
+            if not request.headers.get("content-type", "").startswith("application/json"):
+                return await JSONResponse({"error": "send JSON"}, 415)(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+class Desk:
+    def __init__(self, conn: Connection, token: str | None, temporal_ui: str | None) -> None:
+        self.conn = conn
+        self.token = token
+        self.temporal_ui = temporal_ui
+        self._client: Client | None = None
+        self._lock = asyncio.Lock()
+
+    async def client(self) -> Client:
+        async with self._lock:
+            if self._client is None:
+                self._client = await connect(self.conn)  # ConnectionFailed: one line, shown on the page
+            return self._client
+
+    # --- the page -----------------------------------------------------------------
+
+    async def page(self, request: Request) -> Response:
+        html = (resources.files("client.desk") / "static" / "index.html").read_text(encoding="utf-8")
+        response = HTMLResponse(html, headers=_PAGE_HEADERS)
+        if self.token and request.query_params.get("token"):
+            response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
+        return response
+
+    async def static(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        kinds = {"desk.js": "text/javascript", "desk.css": "text/css"}
+        if name not in kinds:
+            return JSONResponse({"error": "not found"}, 404)
+        text = (resources.files("client.desk") / "static" / name).read_text(encoding="utf-8")
+        return Response(text, media_type=kinds[name], headers={"Cache-Control": "no-cache"})
+
+    # --- the API --------------------------------------------------------------------
+
+    async def health(self, request: Request) -> Response:
+        return await self._answer(self._health)
+
+    async def _health(self) -> dict:
+        await self.client()
+        return {"temporal": self.conn.address, "namespace": self.conn.namespace, "temporal_ui": self.temporal_ui}
+
+    async def list_runs(self, request: Request) -> Response:
+        phase = request.query_params.get("phase") or ""
+        return await self._answer(lambda: self._list(phase))
+
+    async def _list(self, phase: str) -> dict:
+        if phase and phase not in PHASES:
+            raise Problem(f"unknown phase {phase!r}; use one of: {', '.join(PHASES)}")
+        query = f'WorkflowType="{WORKFLOW_TYPE}"'
+        if phase:
+            query += f' AND ResearchPhase="{phase}" AND ExecutionStatus="Running"'
+        client = await self.client()
+        runs = []
+        async for run in client.list_workflows(query, limit=50):
+            runs.append(
+                {
+                    "id": run.id,
+                    "status": run.status.name.lower() if run.status else "unknown",
+                    "phase": run.typed_search_attributes.get(PHASE_ATTRIBUTE),
+                    "title": run.typed_search_attributes.get(TITLE_ATTRIBUTE) or "",
+                    "started": run.start_time.isoformat(),
+                }
+            )
+        runs.sort(key=lambda r: r["started"], reverse=True)
+        return {"runs": runs}
+
+    async def start(self, request: Request) -> Response:
+        body = await _json(request)
+        return await self._answer(lambda: self._start(body))
+
+    async def _start(self, body: dict) -> dict:
+        if not isinstance(body, dict):
+            raise Problem("send the run's settings as a JSON object")
+        question = str(body.get("question") or "").strip()
+        if not question:
+            raise Problem("the question is empty: type what you want researched")
+        settings = {k: v for k, v in body.items() if k != "question" and v not in (None, "")}
+        try:
+            research = ResearchInput(question=question, **settings)
+        except ValidationError as err:
+            problem = err.errors()[0]
+            raise Problem(f"invalid run settings: {'.'.join(map(str, problem['loc']))}: {problem['msg']}") from None
+        handle = await start_research(await self.client(), self.conn, research, new_workflow_id())
+        return {"id": handle.id}
+
+    async def run(self, request: Request) -> Response:
+        return await self._answer(lambda: self._run(request.path_params["run_id"]))
+
+    async def _run(self, run_id: str) -> dict:
+        client = await self.client()
+        handle = client.get_workflow_handle(run_id, result_type=ResearchResult)
+        described = await self._describe(run_id)
+        if described.workflow_type != WORKFLOW_TYPE:
+            raise Problem(f"{run_id} is a {described.workflow_type} workflow, not a research run", 404)
+        out: dict[str, Any] = {
+            "id": run_id,
+            "workflow_status": described.status.name.lower() if described.status else "unknown",
+            "temporal_ui": f"{self.temporal_ui}/namespaces/{self.conn.namespace}/workflows/{run_id}"
+            if self.temporal_ui
+            else None,
+        }
+        try:
+            status = await handle.query("status", result_type=RunStatus, rpc_timeout=QUERY_TIMEOUT)
+            out["status"] = status.model_dump(mode="json")
+        except Exception as err:  # no worker, or the workflow task is failing
+            out["status"] = None
+            out["status_problem"] = f"the run does not answer its status query: {str(err).splitlines()[0][:200]}"
+        if described.status == WorkflowExecutionStatus.COMPLETED:
+            result = await handle.result()
+            title, body = report_html(result.final_report)
+            out["result"] = {
+                "status": result.status,
+                "report_html": body + sources_html(result.citations),
+                "title": title or result.question,
+                "citations": [c.model_dump() for c in result.citations],
+                "usage": result.usage.model_dump(),
+            }
+            out["files"] = await self._files(run_id)
+        elif described.status and described.status != WorkflowExecutionStatus.RUNNING:
+            try:
+                await handle.result()
+            except WorkflowFailureError as err:
+                out["failure"] = failure_message(err)
+            except Exception as err:  # terminated, timed out
+                out["failure"] = str(err).splitlines()[0][:300]
+        return out
+
+    async def _describe(self, workflow_id: str):
+        client = await self.client()
+        try:
+            return await client.get_workflow_handle(workflow_id).describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise Problem(f"there is no run with id {workflow_id!r}", 404) from None
+            raise
+
+    async def _files(self, run_id: str) -> dict:
+        files = {"md": True, "html": True, "json": True}
+        for kind in ("podcast", "slides"):
+            try:
+                described = await (await self.client()).get_workflow_handle(side_id(run_id, kind)).describe()
+                files[kind] = described.status.name.lower() if described.status else "unknown"
+            except RPCError:
+                files[kind] = None
+        return files
+
+    async def events(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        try:
+            await self._describe(run_id)
+        except Problem as problem:
+            return JSONResponse({"error": str(problem)}, problem.status)
+        start = request.headers.get("last-event-id") or request.query_params.get("from") or "-1"
+        offset = int(start) + 1 if start.lstrip("-").isdigit() else 0
+        client = await self.client()
+
+        async def stream():
+            yield "retry: 1000\n\n"
+            subscription = WorkflowStreamClient.create(client, run_id).subscribe(
+                PROGRESS_TOPIC, from_offset=max(offset, 0), result_type=ProgressEvent
+            )
+            try:
+                async for item in subscription:
+                    if await request.is_disconnected():
+                        break
+                    data = json.dumps(item.data.model_dump(mode="json"))
+                    yield f"id: {item.offset}\nevent: progress\ndata: {data}\n\n"
+            except Exception as err:  # the run is gone, or Temporal is: say so and end
+                yield f"event: problem\ndata: {json.dumps(str(err).splitlines()[0][:300])}\n\n"
+            yield "event: end\ndata: {}\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+    async def review(self, request: Request) -> Response:
+        body = await _json(request)
+        return await self._answer(lambda: self._update(request.path_params["run_id"], "submit_review", body))
+
+    async def answer(self, request: Request) -> Response:
+        body = await _json(request)
+        return await self._answer(lambda: self._update(request.path_params["run_id"], "answer_clarification", body))
+
+    async def _update(self, run_id: str, update: str, body: Any) -> dict:
+        if not isinstance(body, dict):
+            raise Problem("send a JSON object")
+        if update == "submit_review":
+            feedback = str(body.get("feedback") or "").strip()
+            if not feedback:
+                raise Problem("the review is empty")
+            args: list[Any] = [feedback]
+            if isinstance(body.get("plan_version"), int):
+                args.append(body["plan_version"])
+        else:
+            answer = str(body.get("answer") or "").strip()
+            if not answer:
+                raise Problem("the answer is empty")
+            args = [answer]
+        await self._describe(run_id)
+        handle = (await self.client()).get_workflow_handle(run_id)
+        try:
+            reply = await handle.execute_update(update, args=args, result_type=str)
+        except WorkflowUpdateFailedError as err:
+            raise Problem(rejection_reason(err), 409) from None
+        return {"message": reply}
+
+    async def cancel(self, request: Request) -> Response:
+        async def cancel() -> dict:
+            run_id = request.path_params["run_id"]
+            await self._describe(run_id)
+            await (await self.client()).get_workflow_handle(run_id).cancel()
+            return {"message": "cancel requested: the run writes a partial report"}
+
+        return await self._answer(cancel)
+
+    async def download(self, request: Request) -> Response:
+        run_id, fmt = request.path_params["run_id"], request.path_params["fmt"]
+        if fmt not in MEDIA:
+            return JSONResponse({"error": f"unknown format {fmt!r}: use md, html or json"}, 404)
+
+        async def fetch() -> Response:
+            described = await self._describe(run_id)
+            if described.status != WorkflowExecutionStatus.COMPLETED:
+                raise Problem(f"run {run_id} has no report yet", 409)
+            result = await (await self.client()).get_workflow_handle(run_id, result_type=ResearchResult).result()
+            return Response(
+                render(result, fmt),
+                media_type=MEDIA[fmt],
+                headers={"Content-Disposition": f'attachment; filename="{run_id}.{fmt}"'},
+            )
+
+        return await self._answer(fetch)
+
+    async def side_output(self, request: Request) -> Response:
+        run_id, kind = request.path_params["run_id"], request.path_params["kind"]
+        if kind not in ("podcast", "slides"):
+            return JSONResponse({"error": "not found"}, 404)
+
+        async def make() -> dict:
+            client = await self.client()
+            source = await finished_report(client, run_id, self.conn.namespace)
+            handle = await start_once(client, self.conn, kind, source, side_id(run_id, kind))
+            return {"id": handle.id, "message": f"making the {kind}; it appears here when done"}
+
+        async def fetch() -> Response:
+            client = await self.client()
+            workflow_id = side_id(run_id, kind)
+            described = await self._describe(workflow_id)
+            if described.status != WorkflowExecutionStatus.COMPLETED:
+                raise Problem(f"the {kind} is not ready ({described.status.name.lower()})", 409)
+            result = await client.get_workflow_handle(workflow_id, result_type=RESULT_TYPES[SIDE_TYPES[kind]]).result()
+            ref, name, media = (
+                (
+                    result.audio.blob,
+                    f"{run_id}.{result.audio.format}",
+                    f"audio/{'mpeg' if result.audio.format == 'mp3' else 'wav'}",
+                )
+                if kind == "podcast"
+                else (
+                    result.deck.blob,
+                    f"{run_id}.pptx",
+                    "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+                )
+            )
+            data = await blob_store(self.conn.data_dir).get_bytes(ref)
+            return Response(data, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+        return await self._answer(make if request.method == "POST" else fetch)
+
+    async def _answer(self, work) -> Response:
+        """JSON (or the response ``work`` made); every failure one clear line."""
+        from client.errors import CliError
+        from infra.errors import ConfigError, ConnectionFailed
+
+        try:
+            value = await work()
+        except Problem as problem:
+            return JSONResponse({"error": str(problem)}, problem.status)
+        except (CliError, ConfigError) as err:
+            return JSONResponse({"error": str(err)}, 409)
+        except ConnectionFailed as err:
+            return JSONResponse({"error": str(err)}, 503)
+        except RPCError as err:
+            return JSONResponse({"error": f"Temporal: {err.message}"}, 502)
+        return value if isinstance(value, Response) else JSONResponse(value)
+
+
+async def _json(request: Request) -> Any:
+    try:
+        return await request.json()
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+# The page's own script and styles only; reports are HTML without scripts.
+_PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}

@@ -1,0 +1,276 @@
+// The research desk's page: plain JavaScript, no build step. Every text from
+// a run goes into the page with textContent; only the report, rendered on the
+// server without raw HTML, is inserted as HTML.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+let current = null; // the open run: {id, events, source, status}
+
+async function api(path, body) {
+  const options = body === undefined ? {} : {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  };
+  let response;
+  try {
+    response = await fetch("/api" + path, options);
+  } catch (err) {
+    throw new Error("the desk cannot be reached: " + err.message);
+  }
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(data.error || `HTTP ${response.status}`);
+  return data;
+}
+
+function notice(text, good = false) {
+  const box = $("notice");
+  box.textContent = text;
+  box.classList.toggle("good", good);
+  box.hidden = !text;
+}
+
+function el(tag, text, cls) {
+  const node = document.createElement(tag);
+  if (text !== undefined) node.textContent = text;
+  if (cls) node.className = cls;
+  return node;
+}
+
+// --- the runs -------------------------------------------------------------------
+
+async function loadRuns() {
+  const phase = $("phase-filter").value;
+  try {
+    const data = await api("/runs" + (phase ? "?phase=" + encodeURIComponent(phase) : ""));
+    const list = $("runs");
+    list.replaceChildren();
+    for (const run of data.runs) {
+      const row = el("li");
+      row.dataset.testid = "run-row";
+      row.setAttribute("data-testid", "run-row");
+      row.dataset.runId = run.id;
+      row.append(el("span", run.title || run.id, "title"));
+      const state = run.status === "running" ? (run.phase || "running") : run.status;
+      row.append(el("span", `${state} · ${new Date(run.started).toLocaleString()}`, "muted"));
+      if (current && current.id === run.id) row.classList.add("open");
+      row.addEventListener("click", () => openRun(run.id));
+      list.append(row);
+    }
+    if (!data.runs.length) list.append(el("li", phase ? "no runs in this phase" : "no runs yet", "muted"));
+  } catch (err) {
+    notice(err.message);
+  }
+}
+
+async function startRun(event) {
+  event.preventDefault();
+  const question = $("question").value.trim();
+  if (!question) {
+    notice("the question is empty: type what you want researched");
+    return;
+  }
+  const body = { question };
+  if ($("auto-accept").checked) body.auto_accept_plan = true;
+  if ($("clarify").checked) body.enable_clarification = true;
+  if ($("max-steps").value) body.max_step_num = Number($("max-steps").value);
+  if ($("report-style").value) body.report_style = $("report-style").value;
+  if ($("token-budget").value) body.token_budget = Number($("token-budget").value);
+  try {
+    const started = await api("/runs", body);
+    notice("");
+    $("question").value = "";
+    history.pushState({}, "", "/runs/" + encodeURIComponent(started.id));
+    await openRun(started.id);
+    loadRuns();
+  } catch (err) {
+    notice(err.message);
+  }
+}
+
+// --- one run ----------------------------------------------------------------------
+
+async function openRun(id) {
+  if (current && current.source) current.source.close();
+  current = { id, events: 0, source: null, status: null };
+  if (location.pathname !== "/runs/" + encodeURIComponent(id)) history.pushState({}, "", "/runs/" + encodeURIComponent(id));
+  $("welcome").hidden = true;
+  $("run").hidden = false;
+  $("run-id").textContent = id;
+  $("progress").replaceChildren();
+  $("report-box").hidden = true;
+  $("plan-box").hidden = true;
+  $("question-box").hidden = true;
+  $("phase").textContent = "";
+  for (const row of document.querySelectorAll("[data-run-id]")) row.classList.toggle("open", row.dataset.runId === id);
+  const known = await refresh();
+  if (known) follow(id);
+}
+
+function follow(id) {
+  // Every event since the start, then live; the browser resumes from the
+  // last event id when the connection drops.
+  const source = new EventSource(`/api/runs/${encodeURIComponent(id)}/events`);
+  current.source = source;
+  source.addEventListener("progress", (message) => {
+    if (!current || current.id !== id) return;
+    const event = JSON.parse(message.data);
+    const step = event.step === null || event.step === undefined ? "" : `step ${event.step + 1} `;
+    $("progress").append(el("li", `${event.kind}: ${step}${event.text}`));
+    $("progress").scrollTop = $("progress").scrollHeight;
+    current.events += 1;
+    refreshSoon();
+  });
+  source.addEventListener("problem", (message) => notice(JSON.parse(message.data)));
+  source.addEventListener("end", () => {
+    source.close();
+    refresh();
+  });
+}
+
+let pending = null;
+function refreshSoon() {
+  if (pending) return;
+  pending = setTimeout(() => {
+    pending = null;
+    refresh();
+  }, 150);
+}
+
+async function refresh() {
+  if (!current) return false;
+  const id = current.id;
+  let data;
+  try {
+    data = await api("/runs/" + encodeURIComponent(id));
+  } catch (err) {
+    notice(err.message);
+    $("run").hidden = true;
+    $("welcome").hidden = false;
+    return false;
+  }
+  if (!current || current.id !== id) return false;
+  current.status = data.status;
+  const status = data.status;
+  const link = $("temporal-link");
+  link.hidden = !data.temporal_ui;
+  if (data.temporal_ui) link.href = data.temporal_ui;
+  $("run-problem").hidden = !(data.status_problem || data.failure);
+  $("run-problem").textContent = data.failure ? "the run failed: " + data.failure : data.status_problem || "";
+  $("cancel").hidden = data.workflow_status !== "running";
+  if (status) {
+    $("phase").textContent = status.phase;
+    $("run-title").textContent = status.title || status.question;
+    showQuestion(status);
+    showPlan(status);
+  } else if (data.workflow_status !== "running") {
+    $("phase").textContent = data.workflow_status;
+  }
+  if (data.result) showReport(id, data);
+  return true;
+}
+
+function showQuestion(status) {
+  const asking = status.phase === "clarifying" && status.pending_question;
+  $("question-box").hidden = !asking;
+  if (asking) $("pending-question").textContent = status.pending_question;
+}
+
+function showPlan(status) {
+  const plan = status.plan;
+  $("plan-box").hidden = !plan;
+  if (!plan) return;
+  $("plan-title").textContent = plan.title;
+  $("plan-thought").textContent = plan.thought || "";
+  const list = $("plan");
+  list.replaceChildren();
+  plan.steps.forEach((step, i) => {
+    const item = el("li", step.title);
+    item.setAttribute("data-testid", "plan-step");
+    const state = (status.steps[i] || {}).status || "pending";
+    item.className = state;
+    item.append(el("span", step.step_type, "type"), el("span", state, "state"));
+    if (step.description) item.append(el("div", step.description, "muted"));
+    list.append(item);
+  });
+  const cut = status.steps_cut || [];
+  $("steps-cut").hidden = !cut.length;
+  $("steps-cut").textContent = cut.length ? `Cut by the step limit: ${cut.join("; ")}` : "";
+  $("review").hidden = !status.review_pending;
+}
+
+function showReport(id, data) {
+  const box = $("report-box");
+  const base = `/api/runs/${encodeURIComponent(id)}`;
+  $("report").innerHTML = data.result.report_html; // rendered on the server without raw HTML
+  for (const a of $("report").querySelectorAll("a")) {
+    a.target = "_blank";
+    a.rel = "noopener noreferrer";
+  }
+  $("download-md").href = base + "/report.md";
+  $("download-html").href = base + "/report.html";
+  $("download-json").href = base + "/report.json";
+  const files = data.files || {};
+  for (const kind of ["slides", "podcast"]) {
+    const ready = files[kind] === "completed";
+    $("download-" + kind).hidden = !ready;
+    $("download-" + kind).href = base + "/" + kind;
+    $("make-" + kind).hidden = ready || files[kind] === "running";
+  }
+  const u = data.result.usage;
+  $("usage").textContent = `${data.result.status} · ${u.llm_calls} model calls, ${u.prompt_tokens + u.completion_tokens} tokens, ${u.searches} searches, ${u.crawls} crawls`;
+  box.hidden = false;
+}
+
+async function send(path, body, done) {
+  try {
+    const reply = await api(`/runs/${encodeURIComponent(current.id)}${path}`, body);
+    notice(done || reply.message, true);
+    refresh();
+    return true;
+  } catch (err) {
+    notice(err.message);
+    return false;
+  }
+}
+
+function review(feedback) {
+  const version = current.status ? current.status.plan_version : undefined;
+  return send("/review", { feedback, plan_version: version });
+}
+
+// --- wiring -----------------------------------------------------------------------
+
+document.addEventListener("DOMContentLoaded", async () => {
+  $("start-form").addEventListener("submit", startRun);
+  $("phase-filter").addEventListener("change", loadRuns);
+  $("accept").addEventListener("click", () => review("[ACCEPTED]"));
+  $("edit-button").addEventListener("click", async () => {
+    const text = $("edit").value.trim();
+    if (!text) return notice("type the change you want in the plan first");
+    if (await review("[EDIT_PLAN] " + text)) $("edit").value = "";
+  });
+  $("answer-button").addEventListener("click", async () => {
+    const text = $("answer").value.trim();
+    if (!text) return notice("the answer is empty");
+    if (await send("/answer", { answer: text })) $("answer").value = "";
+  });
+  $("cancel").addEventListener("click", () => send("/cancel", {}));
+  $("make-slides").addEventListener("click", () => send("/slides", {}));
+  $("make-podcast").addEventListener("click", () => send("/podcast", {}));
+  window.addEventListener("popstate", route);
+  try {
+    const health = await api("/health");
+    $("server").textContent = `Temporal at ${health.temporal} (${health.namespace})`;
+  } catch (err) {
+    notice(err.message);
+  }
+  loadRuns();
+  setInterval(loadRuns, 5000);
+  route();
+});
+
+function route() {
+  const match = location.pathname.match(/^\/runs\/([^/]+)$/);
+  if (match) openRun(decodeURIComponent(match[1]));
+}

@@ -1,0 +1,253 @@
+"""The research desk in a real browser: Debian's Chromium driven by
+Playwright, the desk as `deepresearch ui` in its own process, a real dev
+server and worker, the scripted model and search servers.
+
+Run locally: `./dr test tests/test_desk.py` (needs `chromium`: `.ci/run`
+installs Debian's package when it is missing; set CHROMIUM to use another).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from testkit.crash import Gate
+from testkit.research_script import FACT
+from testkit.worker_process import WorkerProcess
+
+playwright_api = pytest.importorskip("playwright.async_api")
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+if not CHROMIUM:
+    if os.environ.get("CI"):
+        raise RuntimeError("Chromium is missing: .ci/run installs Debian's chromium package")
+    pytest.skip("no Chromium on this machine (apt install chromium)", allow_module_level=True)
+
+CLI = Path(sys.executable).parent / "deepresearch"
+QUESTION = "Tell me about Lantern Rock"
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WAIT = 60_000  # ms
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def desk(worker_env, tmp_path):
+    """`deepresearch ui` on a free port; yields its base URL."""
+    port = free_port()
+    log = open(tmp_path / "desk.log", "wb")
+    proc = subprocess.Popen([str(CLI), "ui", "--port", str(port)], env=worker_env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(base + "/api/health", timeout=1)
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError((tmp_path / "desk.log").read_text()) from None
+            time.sleep(0.1)
+    yield base
+    proc.terminate()
+    proc.wait(10)
+    log.close()
+
+
+@pytest.fixture
+async def browser():
+    async with playwright_api.async_playwright() as p:
+        chromium = await p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        yield chromium
+        await chromium.close()
+
+
+@pytest.fixture
+async def page(browser, tmp_path):
+    context = await browser.new_context(accept_downloads=True)
+    page = await context.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: dialogs.append(dialog.message))
+    page.dialogs = dialogs  # type: ignore[attr-defined]
+    yield page
+    await context.close()
+
+
+async def phase_is(page, phase: str, timeout: int = WAIT) -> None:
+    await playwright_api.expect(page.get_by_test_id("phase")).to_have_text(phase, timeout=timeout)
+
+
+async def start_from_page(page, desk: str, question: str = QUESTION, *, clarify: bool = False) -> str:
+    await page.goto(desk)
+    await page.get_by_test_id("question-input").fill(question)
+    if clarify:
+        await page.locator("summary").click()
+        await page.locator("#clarify").check()
+    await page.get_by_test_id("start-button").click()
+    await page.wait_for_url("**/runs/*")
+    return page.url.rsplit("/", 1)[1]
+
+
+async def test_start_edit_accept_and_read_the_report(page, desk, worker, script, tmp_path):
+    run_id = await start_from_page(page, desk)
+    await phase_is(page, "awaiting_review")
+    steps = page.get_by_test_id("plan-step")
+    await playwright_api.expect(steps).to_have_count(2)
+    # The run is listed, with its id.
+    await playwright_api.expect(page.locator(f'[data-testid="run-row"][data-run-id="{run_id}"]')).to_be_visible()
+
+    await page.get_by_test_id("edit-input").fill("add a step on shipwrecks")
+    await page.get_by_test_id("edit-button").click()
+    await playwright_api.expect(steps).to_have_count(3, timeout=WAIT)  # the planner revised the plan
+    await playwright_api.expect(steps.nth(1)).to_contain_text("Edited: add a step on shipwrecks")
+    await phase_is(page, "awaiting_review")
+
+    await page.get_by_test_id("accept-button").click()
+    await playwright_api.expect(page.get_by_test_id("progress")).to_contain_text("step_started", timeout=WAIT)
+    await phase_is(page, "completed")
+    report = page.get_by_test_id("report")
+    await playwright_api.expect(report).to_contain_text(FACT)
+    link = report.locator('a[href^="http://127.0.0.1"]').first
+    await playwright_api.expect(link).to_be_visible()
+    assert await link.get_attribute("rel") == "noopener noreferrer"
+    progress = await page.get_by_test_id("progress").inner_text()
+    assert "review_received" in progress and "step_finished" in progress
+
+    async with page.expect_download() as download:
+        await page.get_by_test_id("download-md").click()
+    path = tmp_path / "report.md"
+    await (await download.value).save_as(path)
+    assert FACT in path.read_text()
+
+
+async def test_a_clarifying_question_is_answered_on_the_page(page, desk, worker, script):
+    script.clarify_rounds = 1
+    await start_from_page(page, desk, clarify=True)
+    await phase_is(page, "clarifying")
+    await playwright_api.expect(page.locator("#pending-question")).to_contain_text("Clarifying question 1")
+    await page.get_by_test_id("answer-input").fill("Only the 1911 logbook")
+    await page.get_by_test_id("answer-button").click()
+    await phase_is(page, "awaiting_review")
+    await page.get_by_test_id("accept-button").click()
+    await phase_is(page, "completed")
+
+
+async def test_a_reload_mid_run_shows_every_event_so_far(page, desk, worker, script):
+    run_id = await start_from_page(page, desk)
+    await phase_is(page, "awaiting_review")
+    progress = page.get_by_test_id("progress").locator("li")
+    before = await progress.all_inner_texts()
+    assert any("review_requested" in line for line in before)
+    await page.goto(f"{desk}/runs/{run_id}")  # opened late: everything since the start
+    await playwright_api.expect(progress).to_have_count(len(before))
+    assert await progress.all_inner_texts() == before
+
+
+async def test_the_page_follows_a_run_through_a_worker_crash(
+    page, desk, worker_env, temporal_client, script, llm, tmp_path
+):
+    gate = Gate(script, "researcher")  # holds the first researcher call until released
+    llm.handler = gate
+    with WorkerProcess(worker_env, tmp_path / "worker.log") as process:
+        await process.ready(temporal_client)
+        await start_from_page(page, desk)
+        await phase_is(page, "awaiting_review")
+        await page.get_by_test_id("accept-button").click()
+        await phase_is(page, "researching")
+        await gate.wait_reached()
+        process.kill()
+        gate.release()
+        process.start()
+        await process.ready(temporal_client)
+        await phase_is(page, "completed", timeout=120_000)  # the same page, no reload
+    await playwright_api.expect(page.get_by_test_id("report")).to_contain_text(FACT)
+
+
+async def test_bad_input_gets_one_clear_message(page, desk, worker, script):
+    await page.goto(desk)
+    await page.get_by_test_id("start-button").click()
+    await playwright_api.expect(page.locator("#notice")).to_have_text(
+        "the question is empty: type what you want researched"
+    )
+
+    await page.goto(f"{desk}/runs/no-such-run")
+    await playwright_api.expect(page.locator("#notice")).to_have_text("there is no run with id 'no-such-run'")
+
+    run_id = await start_from_page(page, desk)
+    await phase_is(page, "awaiting_review")
+    await page.get_by_test_id("accept-button").click()
+    await phase_is(page, "researching")
+    # A review when none is pending: the update's reason, one line.
+    answer = await page.evaluate(
+        """async (id) => {
+            const r = await fetch(`/api/runs/${id}/review`, {method: "POST",
+                headers: {"Content-Type": "application/json"}, body: JSON.stringify({feedback: "[ACCEPTED]"})});
+            return [r.status, (await r.json()).error];
+        }""",
+        run_id,
+    )
+    assert answer[0] == 409 and answer[1].startswith("no plan is waiting for review")
+
+
+async def test_no_run_input_can_inject_script(page, desk, worker, script):
+    hostile = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+    script.report_extra = "\n<script>alert(3)</script> [click](javascript:alert(4))"
+    await start_from_page(page, desk, question=f"{QUESTION} {hostile}")
+    await phase_is(page, "awaiting_review")
+    await page.get_by_test_id("accept-button").click()
+    await phase_is(page, "completed")
+    await playwright_api.expect(page.get_by_test_id("report")).to_contain_text("<script>alert(3)</script>")
+    assert await page.locator("#report script, #report img, #report a[href^='javascript']").count() == 0
+    assert page.dialogs == []
+
+
+def test_the_desk_refuses_other_addresses_without_a_token(worker_env):
+    env = {k: v for k, v in worker_env.items() if k != "DEEPRESEARCH_UI_TOKEN"}
+    done = subprocess.run([str(CLI), "ui", "--host", "0.0.0.0", "--port", "0"], env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and "set DEEPRESEARCH_UI_TOKEN" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+async def test_with_a_token_every_request_needs_it(worker_env, tmp_path):
+    port = free_port()
+    env = worker_env | {"DEEPRESEARCH_UI_TOKEN": "s3cret"}
+    proc = subprocess.Popen(
+        [str(CLI), "ui", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"{base}/api/health?token=s3cret", timeout=1)
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{base}/api/runs", timeout=5)
+        assert refused.value.code == 401
+        ok = urllib.request.urlopen(
+            urllib.request.Request(f"{base}/api/runs", headers={"Authorization": "Bearer s3cret"})
+        )
+        assert ok.status == 200
+    finally:
+        proc.terminate()
+        proc.wait(10)
