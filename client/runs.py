@@ -34,4 +34,14 @@ async def start_research(
         task_queue=conn.task_queue,
         result_type=ResearchResult,
         search_attributes=attributes,
+        static_summary=" ".join(request.question.split())[:200],
+        static_details=run_details(request),
     )
+
+
+def run_details(request: ResearchInput) -> str:
+    """The run's settings, as the Temporal UI shows them beside the question."""
+    changed = request.model_dump(exclude_defaults=True, exclude={"question"})
+    lines = [f"**Question:** {request.question}"]
+    lines += [f"- `{name}`: {value}" for name, value in changed.items()]
+    return "\n".join(lines)[:2000]

@@ -124,6 +124,7 @@ async def test_start_edit_accept_and_read_the_report(page, desk, worker, script,
     await page.get_by_test_id("accept-button").click()
     await playwright_api.expect(page.get_by_test_id("progress")).to_contain_text("step_started", timeout=WAIT)
     await phase_is(page, "completed")
+    await playwright_api.expect(page.get_by_test_id("accept-button")).to_be_hidden()
     report = page.get_by_test_id("report")
     await playwright_api.expect(report).to_contain_text(FACT)
     link = report.locator('a[href^="http://127.0.0.1"]').first

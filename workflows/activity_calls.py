@@ -85,6 +85,13 @@ TOOL_CALL = {
 }
 
 
+def summary(text: str) -> str:
+    """An activity's one-line summary in the Temporal UI, e.g.
+    ``researcher · step 2 · web_search: "heat pumps"``."""
+    line = " ".join(text.split())
+    return line if len(line) <= 160 else line[:159] + "…"
+
+
 def failure_reason(err: BaseException) -> str:
     """The message of the error the activity raised (ours, e.g. "set
     OPENAI_API_KEY"), not of the library error underneath it."""
@@ -119,17 +126,20 @@ class ActivityCalls:
         self._in_flight = asyncio.Semaphore(MAX_TOOLS_IN_FLIGHT)
         self._mcp: dict[str, asyncio.Task[list[dict]]] = {}  # MCP tool schemas by agent
 
-    async def chat(self, request: ModelRequest) -> ModelReply:
-        reply = await workflow.execute_activity("chat", request, result_type=ModelReply, **MODEL_CALL)
+    async def chat(self, request: ModelRequest, where: str = "") -> ModelReply:
+        """A model call; ``where`` labels it in the Temporal UI (default: the role)."""
+        reply = await workflow.execute_activity(
+            "chat", request, result_type=ModelReply, summary=summary(where or request.role), **MODEL_CALL
+        )
         self.state.usage.llm_calls += 1
         self.state.usage.prompt_tokens += reply.prompt_tokens
         self.state.usage.completion_tokens += reply.completion_tokens
         return reply
 
-    async def chat_said(self, request: ModelRequest, who: str) -> ModelReply:
+    async def chat_said(self, request: ModelRequest, who: str, where: str = "") -> ModelReply:
         """A model call whose reply must say something (text or a tool call):
         an empty reply is asked again once, then the run fails clearly."""
-        reply = await self.chat(request)
+        reply = await self.chat(request, where)
         if reply.content.strip() or reply.tool_calls or not workflow.patched("re-ask-empty-replies"):
             return reply
         again = request.model_copy(
@@ -138,7 +148,7 @@ class ActivityCalls:
                 "messages": [Message(role="user", content=EMPTY_REPLY)],
             }
         )
-        reply = await self.chat(again)
+        reply = await self.chat(again, f"{where or request.role} · asked again")
         if reply.content.strip() or reply.tool_calls:
             return reply
         raise ApplicationError(
@@ -148,7 +158,7 @@ class ActivityCalls:
             non_retryable=True,
         )
 
-    async def search(self, query: str) -> ToolResult:
+    async def search(self, query: str, where: str = "") -> ToolResult:
         """A web search; the same query twice in a run (parallel steps
         included) costs one search."""
         key = " ".join(query.lower().split())
@@ -162,7 +172,7 @@ class ActivityCalls:
         # activity is scheduled right here, in the order it always was.
         shared = self._searching[key] = asyncio.get_running_loop().create_future()
         try:
-            result = await self._tool("web_search", request)
+            result = await self._tool("web_search", request, f"{where} · web_search: {query}")
             shared.set_result(result)
         except BaseException:  # only a cancelled run gets here: _tool answers failures
             shared.cancel()
@@ -179,36 +189,42 @@ class ActivityCalls:
         request = IndexRequest(run_key=self.run_key, paths=paths)
         try:
             return await workflow.execute_activity(
-                "index_resources", request, result_type=str, **TOOL_CALL["index_resources"]
+                "index_resources",
+                request,
+                result_type=str,
+                summary=summary(f"investigation · index_resources: {len(paths)} path(s)"),
+                **TOOL_CALL["index_resources"],
             )
         except ActivityError as err:
             if is_cancelled_exception(err):
                 raise
             return f"The local documents could not be indexed: {failure_reason(err)}"
 
-    async def local_search(self, query: str) -> ToolResult:
+    async def local_search(self, query: str, where: str = "") -> ToolResult:
         self.state.usage.searches += 1
         self.on_tool(f"local_search: {query}")
         request = LocalSearchRequest(run_key=self.run_key, query=query, max_results=self.max_search_results)
-        return await self._tool("local_search", request)
+        return await self._tool("local_search", request, f"{where} · local_search: {query}")
 
-    async def crawl(self, url: str) -> ToolResult:
+    async def crawl(self, url: str, where: str = "") -> ToolResult:
         if url in self.state.crawled:  # the same URL is fetched once per run
             self.state.usage.cache_hits += 1
             return self.state.crawled[url]
         if url not in self._crawling:  # and parallel steps share one fetch
             self.state.usage.crawls += 1
             self.on_tool(f"crawl: {url}")
-            self._crawling[url] = asyncio.create_task(self._tool("crawl", CrawlRequest(url=url)))
+            self._crawling[url] = asyncio.create_task(
+                self._tool("crawl", CrawlRequest(url=url), f"{where} · crawl: {url}")
+            )
         result = self.state.crawled[url] = await self._crawling[url]
         self._crawling.pop(url, None)
         return result
 
-    async def run_python(self, request: CodeRequest) -> ToolResult:
+    async def run_python(self, request: CodeRequest, where: str = "") -> ToolResult:
         self.state.usage.code_runs += 1
-        first_line = next((line for line in request.code.splitlines() if line.strip()), "")
-        self.on_tool(f"run_python: {first_line.strip()[:80]}")
-        return await self._tool("run_python", request)
+        first_line = next((line for line in request.code.splitlines() if line.strip()), "").strip()
+        self.on_tool(f"run_python: {first_line[:80]}")
+        return await self._tool("run_python", request, f"{where} · run_python: {first_line}")
 
     async def mcp_tools(self, role: str) -> list[dict]:
         """The MCP tool schemas ``role`` may use, listed once per run (parallel
@@ -230,10 +246,10 @@ class ActivityCalls:
             self.on_tool(f"MCP tools unavailable: {failure_reason(err)}")
             return []
 
-    async def mcp_call(self, call: ToolCall, role: str) -> ToolResult:
+    async def mcp_call(self, call: ToolCall, role: str, where: str = "") -> ToolResult:
         self.on_tool(f"{call.name}: {call.arguments[:80]}")
         request = McpCallRequest(name=call.name, arguments_json=call.arguments, agent=role)
-        return await self._tool("mcp_call_tool", request)
+        return await self._tool("mcp_call_tool", request, f"{where or role} · {call.name}")
 
     async def close_sandbox(self, session: str) -> None:
         try:
@@ -241,11 +257,17 @@ class ActivityCalls:
         except ActivityError:
             pass  # the worker's idle reaper closes it anyway
 
-    async def _tool(self, name: str, request: object) -> ToolResult:
+    async def _tool(self, name: str, request: object, label: str = "") -> ToolResult:
         """A failed tool call becomes a readable error for the agent."""
         try:
             async with self._in_flight:
-                result = await workflow.execute_activity(name, request, result_type=ToolResult, **TOOL_CALL[name])
+                result = await workflow.execute_activity(
+                    name,
+                    request,
+                    result_type=ToolResult,
+                    summary=summary(label.lstrip(" ·") or name),
+                    **TOOL_CALL[name],
+                )
         except ActivityError as err:
             if is_cancelled_exception(err):
                 raise  # the run was cancelled: not the tool's failure

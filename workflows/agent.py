@@ -51,6 +51,7 @@ async def run_agent(
     *,
     out_of_budget: Callable[[], bool] = lambda: False,
     resume: AgentCheckpoint | None = None,
+    where: str = "",
 ) -> str | AgentCheckpoint:
     """A ReAct loop: the model calls tools (``names``) until it answers without
     one, or until ``max_turns`` model calls, after which it must answer
@@ -83,7 +84,8 @@ async def run_agent(
                     messages=messages,
                     tools=names,
                     extra_tools=mcp,
-                )
+                ),
+                where,
             )
             history = reply.history
             # Every call gets an answer (an unknown tool gets an error), so
@@ -91,7 +93,7 @@ async def run_agent(
             wanted = reply.tool_calls
             if not wanted or not (workflow.patched("answer-unknown-tools") or _known(wanted, allowed)):
                 return reply.content or "(no findings)"
-            results = await _run_tools(calls, wanted, session, cells, allowed, role)
+            results = await _run_tools(calls, wanted, session, cells, allowed, role, where or role)
             messages = [
                 Message(role="tool", tool_call_id=c.id, content=r.content, blob=r.blob) for c, r in zip(wanted, results)
             ]
@@ -106,7 +108,8 @@ async def run_agent(
                 tools=names,
                 extra_tools=mcp,
                 tool_choice="none",
-            )
+            ),
+            f"{where} · final answer" if where else "",
         )
         return reply.content or "(no findings)"
     finally:
@@ -159,7 +162,13 @@ def tool_action(call: ToolCall, names: list[str], position: int, limit: int) -> 
 
 
 async def _run_tools(
-    calls: ActivityCalls, wanted: list[ToolCall], session: str, cells: list[str], names: list[str], role: str
+    calls: ActivityCalls,
+    wanted: list[ToolCall],
+    session: str,
+    cells: list[str],
+    names: list[str],
+    role: str,
+    where: str,
 ) -> list[ToolResult]:
     """Searches and crawls of one turn run concurrently; code cells run in
     order, since they share the session's state. Every call gets exactly one
@@ -173,14 +182,15 @@ async def _run_tools(
         if action.tool == "error":
             return ToolResult(error=True, content=f"Error: {action.argument}.")
         if action.tool == "mcp":
-            return await calls.mcp_call(call, role)
+            return await calls.mcp_call(call, role, where)
         if action.tool == "web_search":
-            return await calls.search(action.argument)
+            return await calls.search(action.argument, where)
         if action.tool == "local_search":
-            return await calls.local_search(action.argument)
+            return await calls.local_search(action.argument, where)
         if action.tool == "crawl":
-            return await calls.crawl(action.argument)
-        result = await calls.run_python(CodeRequest(session=session, code=action.argument, previous=list(cells)))
+            return await calls.crawl(action.argument, where)
+        code = CodeRequest(session=session, code=action.argument, previous=list(cells))
+        result = await calls.run_python(code, where)
         if not result.error:
             cells.append(action.argument)
         return result

@@ -13,5 +13,5 @@ async def investigate(box: Box) -> str:
         indexed = await box.calls.index_resources(r.resources)
         found += f"## Local documents\n{indexed}\n\n"
     if r.enable_background_investigation:
-        found += (await box.calls.search(box.state.topic)).content
+        found += (await box.calls.search(box.state.topic, "investigation")).content
     return found

@@ -85,7 +85,8 @@ async def next_plan(box: Box) -> Planned:
                 output="plan",
                 max_steps=r.max_step_num,
                 topic=state.topic,
-            )
+            ),
+            f"planner · plan {state.plan_version + 1}",
         )
         state.planner_history, state.planner_pending = reply.history, []
         if reply.plan is not None:

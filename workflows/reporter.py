@@ -105,7 +105,7 @@ async def _condense(box: Box, text: str, tokens: int, depth: int = 0) -> str:
         on_overflow="refuse" if depth < 2 else "trim",
     )
     try:
-        reply = await box.calls.chat(request)
+        reply = await box.calls.chat(request, "reporter · condensing findings")
     except ActivityError as err:
         too_large = _too_large(err)
         if too_large is None:

@@ -81,6 +81,7 @@ class ResearchTeam:
                 agent_tools(role, has_resources),
                 out_of_budget=box.out_of_budget,
                 resume=box.state.agents.pop(index, None),
+                where=f"{role} · step {index + 1}",
             )
             self.running.discard(index)
             if isinstance(outcome, str):

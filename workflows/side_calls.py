@@ -27,7 +27,9 @@ class SideCalls:
         self.usage = SpeechUsage()
 
     async def chat(self, request: ModelRequest) -> ModelReply:
-        reply = await workflow.execute_activity("chat", request, result_type=ModelReply, **MODEL_CALL)
+        reply = await workflow.execute_activity(
+            "chat", request, result_type=ModelReply, summary=request.role, **MODEL_CALL
+        )
         self.usage.llm_calls += 1
         self.usage.prompt_tokens += reply.prompt_tokens
         self.usage.completion_tokens += reply.completion_tokens
@@ -51,7 +53,13 @@ class SideCalls:
         raise ApplicationError(f"the {what} model's reply could not be used twice: {problem}", non_retryable=True)
 
     async def speak(self, request: SpeechRequest) -> AudioClip:
-        clip = await workflow.execute_activity("speak", request, result_type=AudioClip, **SPEECH_CALL)
+        clip = await workflow.execute_activity(
+            "speak",
+            request,
+            result_type=AudioClip,
+            summary=f"speak line {request.index + 1}: {request.text[:60]}",
+            **SPEECH_CALL,
+        )
         self.usage.speech_calls += 1
         self.usage.speech_characters += clip.characters
         return clip
