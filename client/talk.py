@@ -3,11 +3,19 @@ what to do next, and the exit code."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
 from temporalio.service import RPCError, RPCStatusCode
 
 from workflows.models import ResearchResult, RunStatus
@@ -74,3 +82,50 @@ def write_file(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+@dataclass
+class Stuck:
+    """A run whose workflow task keeps failing (a bug, a bad deploy)."""
+
+    attempts: int
+    error: str
+    phase: str | None  # the last phase the run reported
+
+    def line(self, workflow_id: str) -> str:
+        return (
+            f"run {workflow_id} is stuck: its workflow task has failed {self.attempts} times "
+            f"({self.error}); deploy a fixed worker and it resumes by itself, or end it with "
+            f"`deepresearch cancel {workflow_id}` (see docs/operations.md)"
+        )
+
+
+async def stuck(client: Client, handle: WorkflowHandle) -> Stuck | None:
+    """Whether the run's workflow task keeps failing, from the workflow's
+    description (attempts) and history (the failure's message)."""
+    from temporalio.api.common.v1 import WorkflowExecution
+    from temporalio.api.enums.v1 import EventType
+    from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
+
+    from workflows.models import PHASE_ATTRIBUTE
+
+    described = await handle.describe()
+    if described.status != WorkflowExecutionStatus.RUNNING:
+        return None
+    attempts = described.raw_description.pending_workflow_task.attempt
+    if attempts < 2:
+        return None
+    history = await client.workflow_service.get_workflow_execution_history_reverse(
+        GetWorkflowExecutionHistoryReverseRequest(
+            namespace=client.namespace,
+            execution=WorkflowExecution(workflow_id=handle.id),
+            maximum_page_size=200,
+        )
+    )
+    error = "no failure recorded"
+    for event in history.history.events:
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+            failure = event.workflow_task_failed_event_attributes.failure
+            error = " ".join((failure.message or failure.cause.message or "unknown failure").split())[:300]
+            break
+    return Stuck(attempts, error, described.typed_search_attributes.get(PHASE_ATTRIBUTE))

@@ -4,6 +4,7 @@ podcast and slides beside it."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 
 from rich.table import Table
 from rich.text import Text
@@ -28,11 +29,14 @@ async def main(args: argparse.Namespace) -> int:
         console.print("no runs yet")
         return 0
     table = Table("id", "status", "started", "title / question")
+    failing = await failing_tasks(client, runs)
     for run in ordered(runs):
         state = run.status.name.lower() if run.status else "?"
         phase = run.typed_search_attributes.get(PHASE_ATTRIBUTE)
         if phase and run.status == WorkflowExecutionStatus.RUNNING:
             state += f" ({phase})"
+        if run.id in failing:
+            state = f"STUCK: task failed {failing[run.id]}x"
         started = run.start_time.astimezone().strftime("%Y-%m-%d %H:%M:%S")
         title = run.typed_search_attributes.get(TITLE_ATTRIBUTE) or ""
         if run.workflow_type != WORKFLOW_TYPE:
@@ -40,6 +44,21 @@ async def main(args: argparse.Namespace) -> int:
         table.add_row(("  " if run.workflow_type != WORKFLOW_TYPE else "") + run.id, state, started, Text(title))
     console.print(table)
     return 0
+
+
+async def failing_tasks(client, runs: list) -> dict[str, int]:
+    """Running runs whose workflow task keeps failing: id -> attempts."""
+
+    async def attempts(run) -> tuple[str, int]:
+        try:
+            described = await client.get_workflow_handle(run.id, run_id=run.run_id).describe()
+            return run.id, described.raw_description.pending_workflow_task.attempt
+        except Exception:  # gone meanwhile: not stuck
+            return run.id, 0
+
+    running = [run for run in runs if run.status == WorkflowExecutionStatus.RUNNING]
+    found = await asyncio.gather(*(attempts(run) for run in running))
+    return {run_id: n for run_id, n in found if n >= 2}
 
 
 def ordered(runs: list) -> list:
