@@ -10,6 +10,7 @@ the model can read; transient ones (network errors, timeouts, 5xx, 429) raise
 from __future__ import annotations
 
 import asyncio
+import zlib
 from datetime import timedelta
 
 import httpx
@@ -19,7 +20,7 @@ from temporalio.exceptions import ApplicationError
 from activities.documents import CONVERTERS, CrawlRefused, one_line
 from activities.heartbeat import heartbeating
 from activities.retry_after import retry_delay
-from activities.url_guard import UnsafeURL, check_url
+from activities.url_guard import PinnedBackend, PinnedTransport, UnsafeURL, check_url
 from infra.blobs import BlobStore
 from workflows.models import Citation, CrawlRequest, ToolResult
 
@@ -28,6 +29,7 @@ MAX_RETRY_AFTER = timedelta(seconds=60)
 HEADERS = {
     "User-Agent": "Mozilla/5.0 (compatible; deepresearch-temporal/0.1; research agent)",
     "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,application/pdf;q=0.8,*/*;q=0.5",
+    "Accept-Encoding": "gzip, deflate",  # what _read decodes itself
 }
 
 
@@ -59,9 +61,10 @@ class CrawlActivities:
         """Fetch ``request.url``, store its markdown as a blob, return title and URL."""
         url = request.url
         try:
-            async with heartbeating(), asyncio.timeout(self.timeout):
-                final_url, mime, charset, body = await self._download(url)
-            title, markdown = await asyncio.to_thread(CONVERTERS[mime], body, charset, final_url)
+            async with heartbeating():  # the conversion too: a big PDF takes a while
+                async with asyncio.timeout(self.timeout):
+                    final_url, mime, charset, body = await self._download(url)
+                title, markdown = await asyncio.to_thread(CONVERTERS[mime], body, charset, final_url)
             if not markdown.strip():
                 raise CrawlRefused(f"no readable text found on {final_url}")
         except (UnsafeURL, CrawlRefused) as e:
@@ -82,17 +85,27 @@ class CrawlActivities:
         )
 
     async def _download(self, url: str) -> tuple[str, str, str | None, bytes]:
-        """Follow redirects (checking every hop) and read the body:
-        (final URL, MIME type, charset, body)."""
+        """Follow redirects (checking every hop, connecting only to the
+        addresses checked) and read the body: (final URL, MIME type, charset,
+        body)."""
         seen = {url}
+        backend = PinnedBackend(self.allow_private)
         async with httpx.AsyncClient(
-            headers=HEADERS, follow_redirects=False, timeout=self.timeout, verify=self.tls
+            headers=HEADERS,
+            follow_redirects=False,
+            timeout=self.timeout,
+            transport=PinnedTransport(backend, self.tls),
         ) as client:
             for _ in range(self.max_redirects + 1):
-                await check_url(url, self.allow_private)
+                addresses = await check_url(url, self.allow_private)
+                if addresses:
+                    backend.pins[httpx.URL(url).host] = addresses
                 async with client.stream("GET", url) as response:
                     if response.is_redirect:
-                        url = str(response.url.join(response.headers["location"]))
+                        location = response.headers.get("location")
+                        if not location:
+                            raise CrawlRefused(f"HTTP {response.status_code} redirect without a Location from {url}")
+                        url = str(response.url.join(location))
                         if url in seen:
                             raise CrawlRefused(f"redirect loop at {url}")
                         seen.add(url)
@@ -122,12 +135,48 @@ class CrawlActivities:
         return mime
 
     async def _read(self, response: httpx.Response) -> bytes:
-        """The (decompressed) body, stopping once it passes ``max_bytes``."""
+        """The body, decompressed by us: one content coding at most (gzip or
+        deflate), never more than ``max_bytes`` out of any chunk or in all,
+        the decompression off the event loop."""
+        codings = [c.strip().lower() for c in response.headers.get("content-encoding", "").split(",") if c.strip()]
+        codings = [c for c in codings if c != "identity"]
+        if len(codings) > 1:
+            raise CrawlRefused(f"refusing stacked content encodings ({', '.join(codings)}) at {response.url}")
+        if codings and codings[0] not in ("gzip", "x-gzip", "deflate"):
+            raise CrawlRefused(f"cannot decode content encoding {codings[0]!r} at {response.url}")
+        inflate = Inflater(codings[0] if codings else None, self.max_bytes)
         chunks: list[bytes] = []
         size = 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > self.max_bytes:
-                raise CrawlRefused(f"page too large (over {self.max_bytes} bytes) at {response.url}")
-            chunks.append(chunk)
+        try:
+            async for raw in response.aiter_raw():
+                chunk = await asyncio.to_thread(inflate.feed, raw) if inflate.active else raw
+                size += len(chunk)
+                if size > self.max_bytes:
+                    raise CrawlRefused(f"page too large (over {self.max_bytes:,} bytes) at {response.url}")
+                chunks.append(chunk)
+        except zlib.error as err:
+            raise CrawlRefused(f"the page's compressed body is broken at {response.url}: {err}") from None
         return b"".join(chunks)
+
+
+class Inflater:
+    """gzip or deflate, decompressed at most ``limit`` + 1 bytes per feed, so
+    a small answer can never make a huge one in memory at once."""
+
+    def __init__(self, coding: str | None, limit: int) -> None:
+        self.active = coding is not None
+        self.limit = limit
+        wbits = 16 + zlib.MAX_WBITS if coding in ("gzip", "x-gzip") else zlib.MAX_WBITS
+        self._zlib = zlib.decompressobj(wbits)
+        self._raw_deflate = coding == "deflate"
+        self._started = False
+
+    def feed(self, data: bytes) -> bytes:
+        if self._raw_deflate and not self._started:
+            self._started = True
+            if data and (data[0] & 0x0F) != 8:  # no zlib header: raw deflate, as some servers send
+                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+        out = self._zlib.decompress(data, self.limit + 1)
+        if self._zlib.unconsumed_tail:  # more than the limit from this chunk alone
+            return out + b"\0" * (self.limit + 1 - len(out))
+        return out

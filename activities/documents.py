@@ -9,8 +9,12 @@ from __future__ import annotations
 import codecs
 import html as html_lib
 import io
+import json
 import logging
 import re
+import resource
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -176,9 +180,46 @@ def _clean_pdf_text(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
+def pdf_in_child(
+    data: bytes,
+    source: str,
+    *,
+    max_pages: int = PDF_MAX_PAGES,
+    max_chars: int = PDF_MAX_CHARS,
+    max_seconds: float = PDF_MAX_SECONDS,
+) -> tuple[str, str]:
+    """``pdf_to_markdown`` in a child process that is killed once it has run
+    ``max_seconds`` (one page can hold enough text operators to keep pypdf
+    busy for minutes, and a thread cannot be stopped), with a memory limit."""
+    where = f" {source}" if source else ""
+    limits = json.dumps([source, max_pages, max_chars, max_seconds])
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "activities.pdf_text", limits],
+            input=data,
+            capture_output=True,
+            timeout=max_seconds + 1.5,  # the interpreter's start, then the limit
+            preexec_fn=_child_limits,
+        )
+    except subprocess.TimeoutExpired:
+        raise CrawlRefused(f"reading the PDF{where} took longer than {max_seconds:g} s") from None
+    try:
+        answer = json.loads(done.stdout)
+    except ValueError:
+        detail = one_line(done.stderr.decode("utf-8", "replace"))[-300:] or f"exit code {done.returncode}"
+        raise CrawlRefused(f"cannot read the PDF{where}: {detail}") from None
+    if "refused" in answer:
+        raise CrawlRefused(answer["refused"])
+    return answer["title"], answer["markdown"]
+
+
+def _child_limits() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
 def _pdf(body: bytes, charset: str | None, url: str) -> tuple[str, str]:
     """Title and markdown of a PDF document (see ``pdf_to_markdown``)."""
-    return pdf_to_markdown(body, f"at {url}")
+    return pdf_in_child(body, f"at {url}")
 
 
 # Content types the crawler understands, by MIME type: a converter

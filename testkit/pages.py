@@ -92,6 +92,12 @@ class PageServer:
         with self._lock:
             self._routes[path] = _Route(b"", status, {"Location": location})
 
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("PageServer is not started")
+        return self._server.server_address[1]
+
     def url(self, path: str) -> str:
         if self._server is None:
             raise RuntimeError("PageServer is not started")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import io
 import socket
+import time
+import tracemalloc
 from datetime import timedelta
 
 import pypdf
@@ -14,6 +16,7 @@ from temporalio.testing import ActivityEnvironment
 
 import activities.crawl as crawl_activity
 import activities.documents as documents
+import activities.url_guard as url_guard
 from activities.crawl import CrawlActivities
 from activities.url_guard import UnsafeURL, check_url
 from infra.blobs import FileBlobStore
@@ -122,6 +125,7 @@ async def test_redirects_followed_and_rechecked(pages, crawler, monkeypatch):
 
     async def recording_check(url, allow_private):
         checked.append(url)
+        return []
 
     monkeypatch.setattr(crawl_activity, "check_url", recording_check)
     result = await crawl(crawler, pages.url("/old"))
@@ -143,6 +147,7 @@ async def test_redirect_to_private_refused_before_fetch(pages, blobs, monkeypatc
     async def guard(url, allow_private):  # pretend only /public is a public address
         if not url.endswith("/public"):
             raise UnsafeURL(f"refusing to fetch {url}")
+        return ["127.0.0.1"]
 
     monkeypatch.setattr(crawl_activity, "check_url", guard)
     result = await crawl(CrawlActivities(blobs), pages.url("/public"))
@@ -433,3 +438,107 @@ async def test_pdf_with_only_an_owner_password_is_read(pages, crawler, blobs):
     result = await crawl(crawler, pages.url("/restricted.pdf"))
     assert not result.error, result.content
     assert "4,217 zebras" in (await blobs.get(result.blob))
+
+
+# --- hostile pages (issue "Twenty-five ways…": 10, 14, 21, 22) ------------------------
+
+
+async def test_10_stacked_content_encodings_are_refused(pages, crawler):
+    body = gzip.compress(gzip.compress(gzip.compress(b"\0" * 10_000_000)))
+    pages.add("/bomb", body, headers={"Content-Encoding": "gzip, gzip, gzip"})
+    result = await crawl(crawler, pages.url("/bomb"))
+    assert result.error and "stacked content encodings" in result.content
+
+
+async def test_10_a_gzip_bomb_stops_at_the_size_limit(pages, blobs):
+    body = gzip.compress(b"<p>" + b"a" * 50_000_000 + b"</p>", compresslevel=9)  # 50 MB in ~50 KB
+    pages.add("/bomb", body, headers={"Content-Encoding": "gzip"})
+    crawler = CrawlActivities(blobs, allow_private=True, max_bytes=1_000_000, timeout=5.0)
+    tracemalloc.start()
+    result = await crawl(crawler, pages.url("/bomb"))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert result.error and "page too large" in result.content
+    assert peak < 40_000_000  # never the whole 50 MB at once
+
+
+async def test_14_a_redirect_without_location_is_a_readable_error(pages, crawler):
+    pages.add("/nowhere", "", status=302)
+    result = await crawl(crawler, pages.url("/nowhere"))
+    assert result.error and "redirect without a Location" in result.content
+
+
+async def test_21_dns_rebinding_never_reaches_the_private_address(pages, blobs, monkeypatch):
+    """The name resolves to a public address for the check and to 127.0.0.1
+    afterwards: the crawler connects to the checked address only."""
+    pages.add("/internal", article("Internal", ["secret payroll"]))
+    answers = iter([[(0, 0, 0, "", ("198.51.100.7", 0))], [(0, 0, 0, "", ("127.0.0.1", 0))]])
+    asked = []
+
+    async def rebinding(host):
+        asked.append(host)
+        return next(answers, [(0, 0, 0, "", ("127.0.0.1", 0))])
+
+    # 198.51.100.0/24 is documentation space: pretend it is public.
+    monkeypatch.setattr(url_guard, "_blocked", lambda ip: str(ip).startswith("127."))
+    monkeypatch.setattr(url_guard, "resolve", rebinding)
+    crawler = CrawlActivities(blobs, allow_private=False, timeout=2.0)
+    url = f"http://rebind.example:{pages.port}/internal"
+    with pytest.raises(ApplicationError):  # 198.51.100.7 does not answer: a transient failure
+        await crawl(crawler, url)
+    assert asked == ["rebind.example"] and pages.hits == []  # resolved once; 127.0.0.1 never contacted
+
+
+async def test_21_connections_go_to_the_checked_address(pages, blobs, monkeypatch):
+    pages.add("/page", article("Pinned", PARAGRAPHS))
+
+    async def resolves_to_loopback(host):
+        return [(0, 0, 0, "", ("127.0.0.1", 0))]
+
+    monkeypatch.setattr(url_guard, "_blocked", lambda ip: False)
+    monkeypatch.setattr(url_guard, "resolve", resolves_to_loopback)
+    crawler = CrawlActivities(blobs, allow_private=False, timeout=5.0)
+    result = await crawl(crawler, f"http://pinned.example:{pages.port}/page")  # no such name in DNS
+    assert not result.error and pages.hits == ["/page"]
+
+
+@pytest.mark.parametrize(
+    "host", ["[64:ff9b::a9fe:a9fe]", "[::127.0.0.1]", "[::ffff:0:127.0.0.1]", "[::ffff:169.254.169.254]"]
+)
+async def test_22_ipv4_inside_ipv6_forms_is_checked(host):
+    with pytest.raises(UnsafeURL, match="not a public address"):
+        await url_guard.check_url(f"http://{host}/", allow_private=False)
+
+
+def operator_bomb_pdf(operators: int = 1_000_000) -> bytes:
+    """A one-page PDF of a few KB whose page holds ``operators`` text
+    operators: quick to send, slow to extract."""
+    import zlib
+
+    stream = zlib.compress(b"BT /F1 12 Tf 72 720 Td " + b"(a) Tj " * operators + b"ET", 9)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for n, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def test_11_a_pdf_that_takes_too_long_is_stopped_at_its_time_limit():
+    data = operator_bomb_pdf()
+    assert len(data) < 20_000
+    started = time.monotonic()
+    with pytest.raises(documents.CrawlRefused, match="took longer than 1 s"):
+        documents.pdf_in_child(data, "at http://example.com/bomb.pdf", max_seconds=1)
+    assert time.monotonic() - started < 10  # killed, not waited for

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import sqlite3
+import time
 from contextlib import closing
 from importlib import resources
 from pathlib import Path
@@ -331,3 +332,43 @@ def test_local_search_tool_schema():
     assert "--resource" in tool["description"]
     assert tool["parameters"]["required"] == ["query"]
     assert tool["parameters"]["properties"]["query"]["type"] == "string"
+
+
+# --- hostile folders (issue "Twenty-five ways…": 12, 13) --------------------------------
+
+
+def test_12_a_fifo_and_a_link_to_dev_zero_are_skipped_not_read(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "notes.md").write_text("# Notes\n\nThe pier is 212 metres long.")
+    os.mkfifo(folder / "pipe.md")  # opening it for reading would block for ever
+    (folder / "zeros.md").symlink_to("/dev/zero")  # reading it would never end
+    started = time.monotonic()
+    report = LocalIndex(tmp_path / "index.sqlite").index([str(folder)])
+    assert time.monotonic() - started < 10
+    assert report.indexed == 1
+    problems = " ".join(report.problems)
+    assert "pipe.md: not a regular file" in problems and "zeros.md" in problems
+
+
+def test_13_a_link_out_of_the_folder_is_not_read(tmp_path):
+    secret = tmp_path / "shadow.md"
+    secret.write_text("root:$6$secret-hash:19000:0:99999:7:::")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "notes.md").write_text("# Notes\n\nThe pier is 212 metres long.")
+    (folder / "shadow.md").symlink_to(secret)
+    (folder / "etc").symlink_to(tmp_path, target_is_directory=True)  # a folder link out
+    index = LocalIndex(tmp_path / "index.sqlite")
+    report = index.index([str(folder)])
+    assert report.indexed == 1 and "outside" in " ".join(report.problems)
+    assert not index.search("secret hash") and index.search("pier")
+
+
+def test_13_a_link_inside_the_folder_is_read(tmp_path):
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "notes.md").write_text("# Notes\n\nThe pier is 212 metres long.")
+    (folder / "alias.md").symlink_to(folder / "sub" / "notes.md")
+    report = LocalIndex(tmp_path / "index.sqlite").index([str(folder)])
+    assert report.indexed == 2 and not report.problems

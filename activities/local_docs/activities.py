@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import re
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from temporalio import activity
@@ -27,6 +28,7 @@ class LocalDocsActivities:
         # earlier run with the same key is fetched again).
         self.current: set[str] = set()
         self._fetching: dict[str, asyncio.Lock] = {}
+        self.indexing = ThreadPoolExecutor(max_workers=2, thread_name_prefix="index-resources")
 
     def index_for(self, run_key: str) -> LocalIndex:
         """The run's index file: ``<data dir>/indexes/<run key>.sqlite`` (the key
@@ -47,7 +49,11 @@ class LocalDocsActivities:
             nonlocal done
             done = count
 
-        task = asyncio.ensure_future(asyncio.to_thread(index.index, request.paths, progress))
+        # A thread of its own: a slow file system must not hold up the crawls
+        # and DNS lookups of this worker, which share the default pool.
+        task = asyncio.ensure_future(
+            asyncio.get_running_loop().run_in_executor(self.indexing, index.index, request.paths, progress)
+        )
         # Heartbeat from the event loop while the thread works (the SDK's
         # heartbeat is not thread-safe for async activities).
         while not task.done():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import stat
 import tempfile
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -89,6 +90,23 @@ class Hit:
     def url(self) -> str:
         uri = Path(self.path).as_uri()
         return f"{uri}#{quote(self.slug, safe='-_')}" if self.slug else uri
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of a regular file, at most ``limit``: never blocks on a FIFO
+    (opened non-blocking, checked after opening), never reads a device
+    without end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CrawlRefused("not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise CrawlRefused(f"too large (over {limit:,} bytes)")
+    return data
 
 
 @cache
@@ -228,7 +246,7 @@ class LocalIndex:
                 continue
             if path.is_dir():
                 yield from self._walk_folder(path, report)
-            elif path.is_file():
+            elif path.is_file():  # a regular file (links resolved above)
                 if path.suffix.lower() in KINDS:
                     yield path
                 else:
@@ -242,18 +260,30 @@ class LocalIndex:
                 report.problems.append(f"{given}: not found")
 
     def _walk_folder(self, root: Path, report: IndexReport) -> Iterator[Path]:
+        """Regular files inside ``root``: a link is followed only when what it
+        points to is inside ``root`` too (a run may read the folders it was
+        given, nothing more); FIFOs, sockets and devices are skipped."""
+
         def failed(error: OSError) -> None:
             report.problems.append(f"{error.filename}: cannot list folder ({error.strerror})")
 
         for folder, dirs, files in os.walk(root, onerror=failed):
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
+            dirs[:] = [d for d in dirs if not Path(folder, d).is_symlink()]  # no walking out through a link
             for name in sorted(files):
                 if name.startswith("."):
                     continue
-                if Path(name).suffix.lower() in KINDS:
-                    yield Path(folder, name)
-                else:
+                if Path(name).suffix.lower() not in KINDS:
                     report.ignored += 1
+                    continue
+                path = Path(folder, name)
+                target = path.resolve()
+                if target != path and not target.is_relative_to(root):
+                    report.problems.append(f"{path}: a link to {target}, outside {root}: not read")
+                elif not stat.S_ISREG(os.stat(target).st_mode if target.exists() else 0):
+                    report.problems.append(f"{path}: not a regular file (FIFO, socket, device or broken link)")
+                else:
+                    yield path
 
     def _index_file(
         self,
@@ -263,13 +293,13 @@ class LocalIndex:
         report: IndexReport,
     ) -> None:
         try:
-            stat = file.stat()
-            if known == (stat.st_mtime_ns, stat.st_size):
+            info = file.stat()
+            if known == (info.st_mtime_ns, info.st_size):
                 report.unchanged += 1
                 return
-            if stat.st_size > MAX_FILE_BYTES:
-                raise CrawlRefused(f"too large ({stat.st_size:,} bytes, limit {MAX_FILE_BYTES:,})")
-            title, sections = read_document(file, file.read_bytes())
+            if info.st_size > MAX_FILE_BYTES:
+                raise CrawlRefused(f"too large ({info.st_size:,} bytes, limit {MAX_FILE_BYTES:,})")
+            title, sections = read_document(file, read_regular(file, MAX_FILE_BYTES))
             sections = [s for s in sections if s.text.strip()]
             if not sections:
                 raise CrawlRefused("no readable text")
@@ -300,7 +330,7 @@ class LocalIndex:
                 )
             conn.execute(
                 "INSERT OR REPLACE INTO files(path, mtime_ns, size, title) VALUES (?, ?, ?, ?)",
-                (str(file), stat.st_mtime_ns, stat.st_size, title),
+                (str(file), info.st_mtime_ns, info.st_size, title),
             )
         report.indexed += 1
         report.sections += len(sections)

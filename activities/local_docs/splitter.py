@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from activities.documents import CONVERTERS, pdf_to_markdown
+from activities.documents import CONVERTERS, pdf_in_child
 
 # File types, by extension.
 KINDS = {
@@ -165,7 +165,7 @@ def read_document(path: Path, data: bytes) -> tuple[str, list[Section]]:
     kind = KINDS[path.suffix.lower()]
     url = path.as_uri()
     if kind == "pdf":
-        title, markdown = pdf_to_markdown(data, "", max_pages=PDF_MAX_PAGES, max_seconds=PDF_MAX_SECONDS)
+        title, markdown = pdf_in_child(data, "", max_pages=PDF_MAX_PAGES, max_seconds=PDF_MAX_SECONDS)
     elif kind == "html":
         title, markdown = CONVERTERS["text/html"](data, None, url)
     else:
