@@ -33,7 +33,7 @@ from activities.speech import SpeechActivities
 from infra.blobs import blob_store
 from infra.errors import ConfigError, ConnectionFailed
 from infra.payload_storage import payload_storage_location as payload_storage
-from infra.process import exit_now, stop_on_signals
+from infra.process import exit_now, protect_secrets, stop_on_signals
 from infra.s3 import S3Config, s3_client
 from infra.settings import Settings
 from infra.temporal import Connection, connect
@@ -74,7 +74,7 @@ def build_worker(
     model = ModelActivities(settings, blobs)
     search = SearchActivities(settings)
     crawl = CrawlActivities(blobs, allow_private=settings.allow_private_urls)
-    code = SandboxActivities(sandbox)
+    code = SandboxActivities(sandbox, blobs)
     docs = LocalDocsActivities(settings.data_dir, shared_indexes())
     mcp = McpActivities(load_mcp_config(data_dir=settings.data_dir), blobs)  # ConfigError: one line, at worker start
     speech = SpeechActivities(settings, blobs)
@@ -142,10 +142,13 @@ async def run_worker(conn: Connection, settings: Settings, *, stop: asyncio.Even
     """Run until ``stop`` is set or the task is cancelled. Options not given
     come from the environment (see ``worker_options``)."""
     settings.check()
+    protect_secrets()  # the keys in this process's environment: not readable by its own user's processes
     options = worker_options() | options
     client = await connect(conn)
     worker, sandbox = build_worker(client, settings, conn.task_queue, **options)
     try:
+        if hasattr(sandbox, "isolation"):  # the local sandbox: say now if it will not run code
+            await sandbox.isolation()
         async with worker:
             await (stop.wait() if stop else asyncio.Future())
     finally:

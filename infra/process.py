@@ -59,3 +59,19 @@ def exit_now(code: int) -> None:
         except (OSError, ValueError):  # e.g. the reader of a pipe went away
             pass
     os._exit(code)
+
+
+def protect_secrets() -> bool:
+    """Make this process non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``): its
+    ``/proc/<pid>/environ``, memory and file descriptors then belong to
+    root, so code running as the same user (a sandbox that cannot drop
+    privileges) cannot read the keys in its environment or attach to it.
+    False where the platform has no prctl."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        return libc.prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        return False

@@ -37,7 +37,7 @@ SEARCH_ENGINE_REQUIRES = {
     "searxng": ("SEARXNG_URL", "export the address of your SearxNG instance, e.g. http://localhost:8888"),
     "brave": ("BRAVE_API_KEY", "export your Brave Search API key"),
 }
-SANDBOXES = ("local", "e2b")
+SANDBOXES = ("local", "e2b", "remote", "local-unisolated")
 
 # Context windows by model-name prefix, most specific first. Unknown models get
 # a conservative default; DEEPRESEARCH_CONTEXT_WINDOW overrides.
@@ -132,6 +132,7 @@ class Settings:
     tts_model: str = DEFAULT_TTS_MODEL  # the podcast's speech model
     tts_voices: tuple[str, str] = DEFAULT_TTS_VOICES
     tts_base_url: str | None = None  # default: OPENAI_BASE_URL
+    sandbox_url: str | None = None  # the sandbox service, for DEEPRESEARCH_SANDBOX=remote
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -175,6 +176,7 @@ class Settings:
             tts_model=(env.get("DEEPRESEARCH_TTS_MODEL") or DEFAULT_TTS_MODEL).strip(),
             tts_voices=_voices(env.get("DEEPRESEARCH_TTS_VOICES")),
             tts_base_url=(env.get("DEEPRESEARCH_TTS_BASE_URL") or "").strip() or env.get("OPENAI_BASE_URL") or None,
+            sandbox_url=(env.get("DEEPRESEARCH_SANDBOX_URL") or "").strip() or None,
         )
 
     def check(self) -> None:
@@ -212,9 +214,16 @@ class Settings:
                 "(the API's tool calls) or 'json' (for models without tool calling)"
             )
         if self.sandbox not in SANDBOXES:
-            raise ConfigError(f"DEEPRESEARCH_SANDBOX={self.sandbox!r} is not supported; use 'local' or 'e2b'")
+            raise ConfigError(
+                f"DEEPRESEARCH_SANDBOX={self.sandbox!r} is not supported; use one of: {', '.join(SANDBOXES)}"
+            )
         if self.sandbox == "e2b" and not self.e2b_api_key:
             raise ConfigError("DEEPRESEARCH_SANDBOX=e2b needs E2B_API_KEY: export your E2B key")
+        if self.sandbox == "remote" and not _is_http_url(self.sandbox_url):
+            raise ConfigError(
+                "DEEPRESEARCH_SANDBOX=remote needs DEEPRESEARCH_SANDBOX_URL, the sandbox service's address "
+                "(e.g. http://sandbox:8090, see docs/sandbox.md)"
+            )
 
     def model_for(self, role: str) -> str:
         return self.models.get(role) or self.models.get("researcher") or DEFAULT_MODEL

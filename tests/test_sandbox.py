@@ -14,7 +14,7 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from activities.sandbox.activities import SandboxActivities
-from activities.sandbox.local import LocalSandbox
+from activities.sandbox.local import LocalSandbox, SandboxRefused
 from workflows.models import CodeRequest
 
 
@@ -87,7 +87,11 @@ async def test_cwd_is_a_private_temp_dir_removed_on_close(sandbox):
     result = await sandbox.run("s", code)
     cwd, home = result.stdout.split()
     assert cwd == home and cwd != os.getcwd()
-    assert os.path.exists(os.path.join(cwd, "data.csv"))
+    assert (await sandbox.run("s", "print(open('data.csv').read())", [code])).stdout == "a,b\n"
+    if (await sandbox.isolation()).private_tmp:  # a tmpfs only the session sees
+        assert not os.path.exists(os.path.join(cwd, "data.csv"))
+    else:
+        assert os.path.exists(os.path.join(cwd, "data.csv"))
     other = (await sandbox.run("t", "import os; print(os.getcwd())")).stdout.strip()
     assert other != cwd
     await sandbox.close("s")
@@ -226,20 +230,27 @@ async def test_code_cannot_open_network_connections(sandbox, listener, caplog):
         assert len(listener.seen) == 1
 
 
-async def test_without_unshare_it_warns_once_and_falls_back(listener, caplog):
+async def test_without_namespaces_it_refuses_to_run_code(listener, caplog):
     box = LocalSandbox(unshare="/nonexistent/unshare")
     try:
-        for session in ("a", "b"):
-            result = await box.run(session, CONNECT.format(port=listener.port))
-            assert result.stdout == "connected\n", result
-        isolation = await box.isolation()
-        assert not isolation.network and isolation.command == ()
-        warnings = warnings_of(caplog)
-        assert len(warnings) == 1
-        assert "no network namespace" in warnings[0]
-        assert warnings[0] == isolation.warning
+        with pytest.raises(SandboxRefused, match="DEEPRESEARCH_SANDBOX=local-unisolated"):
+            await box.run("a", CONNECT.format(port=listener.port))
+        assert (await box.isolation()).refusal
         await asyncio.sleep(0.1)
-        assert len(listener.seen) == 2
+        assert listener.seen == []
+    finally:
+        await box.close_all()
+
+
+async def test_unisolated_runs_only_when_the_operator_says_so(listener, caplog):
+    box = LocalSandbox(unshare="/nonexistent/unshare", allow_unisolated=True)
+    try:
+        result = await box.run("a", CONNECT.format(port=listener.port))
+        assert result.stdout == "connected\n", result
+        isolation = await box.isolation()
+        assert not isolation.network and isolation.command == () and not isolation.refusal
+        warnings = warnings_of(caplog)
+        assert len(warnings) == 1 and "without isolation (local-unisolated)" in warnings[0]
     finally:
         await box.close_all()
 
@@ -283,12 +294,14 @@ except OSError as e:
         result = await sandbox.run("s", code)
         assert result.error is None, result
         cwd, *lines = result.stdout.splitlines()
-        assert os.path.exists(os.path.join(cwd, "inside.txt"))
+        assert (await sandbox.run("s", "print(open('inside.txt').read())", [code])).stdout == "ok\n"
         if isolation.user:
             assert any(line.startswith(f"refused {outside}/x.txt ") for line in lines), lines
             assert not os.path.exists(os.path.join(outside, "x.txt"))
             assert f"refused {system} PermissionError" in lines and not os.path.exists(system)
-            assert "environ refused PermissionError" in lines  # the worker's keys stay unreadable
+            # The worker's keys stay unreadable: its process is out of sight (PID
+            # namespace) or its /proc files are not the session's to read.
+            assert "environ refused FileNotFoundError" in lines or "environ refused PermissionError" in lines
         else:
             assert any("run as root" in w or "own user" in w for w in warnings_of(caplog))
             assert f"wrote {outside}/x.txt" in lines
@@ -308,13 +321,47 @@ except OSError as e:
                 os.unlink(path)
 
 
-async def test_without_the_account_it_warns_and_runs_unprivileged_or_as_is(caplog):
-    box = LocalSandbox(user="no-such-account-here")
+async def test_sessions_run_as_uids_of_their_own_and_cannot_touch_each_other(sandbox):
+    isolation = await sandbox.isolation()
+    if isolation.user != "session uid":
+        pytest.skip("the worker is not root: sessions run in user namespaces")
+    sleeper = "import subprocess, os\np = subprocess.Popen(['sleep', '60'])\nprint(os.getuid(), p.pid)"
+    first = (await sandbox.run("a", sleeper)).stdout.split()
+    second = (await sandbox.run("b", "import os; print(os.getuid())")).stdout.split()
+    assert first[0] != second[0]  # two uids
+    kill = f"import os, signal\ntry:\n    os.kill({first[1]}, signal.SIGKILL)\n    print('killed')\nexcept OSError as e:\n    print(type(e).__name__)"
+    assert (await sandbox.run("b", kill, ["import os; print(os.getuid())"])).stdout.strip() in (
+        "ProcessLookupError",
+        "PermissionError",
+    )
+
+
+async def test_a_fork_bomb_meets_the_session_s_process_limit():
+    box = LocalSandbox(processes=16)
     try:
-        assert (await box.run("s", "print(6 * 7)")).stdout == "42\n"
-        isolation = await box.isolation()
-        assert isolation.user is None
-        assert len(warnings_of(caplog)) == 1
-        assert "no-such-account-here" in isolation.warning or os.geteuid() != 0
+        code = (
+            "import subprocess\nstarted = 0\nprocs = []\nfor _ in range(100):\n    try:\n"
+            "        procs.append(subprocess.Popen(['sleep', '30']))\n        started += 1\n"
+            "    except OSError:\n        break\nprint(started)"
+        )
+        result = await box.run("bomb", code)
+        assert result.error is None and int(result.stdout) < 16, result
     finally:
         await box.close_all()
+
+
+async def test_nothing_started_by_a_cell_outlives_its_session(sandbox):
+    marker = f"survivor-{uuid.uuid4().hex}"
+    code = (
+        "import os, subprocess\n"
+        f"subprocess.Popen(['sh', '-c', 'exec -a {marker} sleep 300'], start_new_session=True)\n"
+        "if os.fork() == 0:\n    os.setsid()\n    os.execvp('sleep', ['" + marker + "', '300'])\n"
+        "print('started')"
+    )
+    assert (await sandbox.run("s", code)).stdout == "started\n"
+    await sandbox.close("s")
+    await asyncio.sleep(0.5)
+    alive = [
+        p for p in os.listdir("/proc") if p.isdigit() and marker.encode() in open(f"/proc/{p}/cmdline", "rb").read()
+    ]
+    assert alive == []

@@ -62,7 +62,8 @@ async def run_agent(
     the token budget is spent no new turn starts: the agent answers from what
     it has."""
     checkpoint = resume or AgentCheckpoint(messages=[Message(role="user", content=task)])
-    history, messages, cells = checkpoint.history, list(checkpoint.messages), list(checkpoint.cells)
+    history, messages = checkpoint.history, list(checkpoint.messages)
+    cells = Cells(list(checkpoint.cells), list(checkpoint.cell_refs))
     mcp = await calls.mcp_tools(role)  # MCP tool schemas, listed once per run
     allowed = names + [t["function"]["name"] for t in mcp]
     paused = False
@@ -70,7 +71,9 @@ async def run_agent(
         for turn in range(checkpoint.turns, max_turns):
             if turn > checkpoint.turns and _should_pause():
                 paused = True
-                return AgentCheckpoint(history=history, messages=messages, turns=turn, cells=cells)
+                return AgentCheckpoint(
+                    history=history, messages=messages, turns=turn, cells=cells.code, cell_refs=cells.refs
+                )
             if out_of_budget():
                 if turn == 0:
                     return "(not researched: the run's token budget was spent before this step began)"
@@ -113,7 +116,7 @@ async def run_agent(
         )
         return reply.content or "(no findings)"
     finally:
-        if cells and not paused:  # a paused step keeps its sandbox session
+        if cells.any() and not paused:  # a paused step keeps its sandbox session
             await calls.close_sandbox(session)
 
 
@@ -125,6 +128,25 @@ def _should_pause() -> bool:
 
 def _known(calls: list[ToolCall], names: list[str]) -> bool:
     return any(c.name in names for c in calls)
+
+
+@dataclass
+class Cells:
+    """The code a step's sandbox session has run without error, for a worker
+    that must rebuild the session: as blob references (new runs), or as the
+    code itself (runs from before cells were stored as blobs)."""
+
+    code: list[str]
+    refs: list[str]
+
+    def add(self, code: str, ref: str | None) -> None:
+        if ref and not self.code:
+            self.refs.append(ref)
+        else:
+            self.code.append(code)
+
+    def any(self) -> bool:
+        return bool(self.code or self.refs)
 
 
 @dataclass(frozen=True)
@@ -165,7 +187,7 @@ async def _run_tools(
     calls: ActivityCalls,
     wanted: list[ToolCall],
     session: str,
-    cells: list[str],
+    cells: Cells,
     names: list[str],
     role: str,
     where: str,
@@ -189,10 +211,12 @@ async def _run_tools(
             return await calls.local_search(action.argument, where)
         if action.tool == "crawl":
             return await calls.crawl(action.argument, where)
-        code = CodeRequest(session=session, code=action.argument, previous=list(cells))
+        code = CodeRequest(
+            session=session, code=action.argument, previous=list(cells.code), previous_refs=list(cells.refs)
+        )
         result = await calls.run_python(code, where)
         if not result.error:
-            cells.append(action.argument)
+            cells.add(action.argument, result.cell)
         return result
 
     if any(c.name == "run_python" for c in wanted):

@@ -307,7 +307,10 @@ class CodeRequest(Model):
     code: str
     # Cells this session already ran successfully, oldest first; a worker
     # that does not hold the session (restart, other machine) replays them.
+    # New runs send them as blob references (``previous_refs``, after
+    # ``previous``), so a long session does not resend all its code each time.
     previous: list[str] = Field(default_factory=list)
+    previous_refs: list[str] = Field(default_factory=list)
 
 
 class IndexRequest(Model):
@@ -334,6 +337,7 @@ class ToolResult(Model):
     blob: str | None = None  # long body, appended by the model activity
     sources: list[Citation] = Field(default_factory=list)
     error: bool = False
+    cell: str | None = None  # run_python: the blob reference of the cell's code
 
 
 # --- side outputs: podcast, slides, prose ------------------------------------

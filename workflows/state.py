@@ -25,6 +25,7 @@ class AgentCheckpoint(Model):
     messages: list[Message] = Field(default_factory=list)  # turns for the next model call
     turns: int = 0  # model calls made
     cells: list[str] = Field(default_factory=list)  # code the step's sandbox session has run
+    cell_refs: list[str] = Field(default_factory=list)  # the same, as blob references (newer runs)
 
 
 class RunState(Model):

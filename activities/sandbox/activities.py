@@ -7,7 +7,8 @@ import asyncio
 
 from temporalio import activity
 
-from activities.sandbox.base import Sandbox
+from activities.sandbox.base import Sandbox, SandboxRefused
+from infra.blobs import BlobStore
 from workflows.models import CodeRequest, ToolResult
 
 
@@ -16,15 +17,21 @@ class SandboxActivities:
 
     heartbeat_every = 2.0  # well inside the 10 s heartbeat timeout
 
-    def __init__(self, sandbox: Sandbox) -> None:
+    def __init__(self, sandbox: Sandbox, blobs: BlobStore | None = None) -> None:
         self.sandbox = sandbox
+        self.blobs = blobs  # cells travel as blob references when there is a store
 
     @activity.defn(name="run_python")
     async def run_python(self, request: CodeRequest) -> ToolResult:
         """Run a cell; user-code errors and timeouts come back as ``error=True``."""
         beat = asyncio.create_task(self._heartbeat()) if activity.in_activity() else None
         try:
-            cell = await self.sandbox.run(request.session, request.code, request.previous)
+            previous = list(request.previous)
+            if request.previous_refs and self.blobs is not None:
+                previous += await asyncio.gather(*(self.blobs.get(ref) for ref in request.previous_refs))
+            cell = await self.sandbox.run(request.session, request.code, previous)
+        except SandboxRefused as refused:
+            return ToolResult(error=True, content=f"Error: Python cannot run here: {refused}")
         finally:
             if beat is not None:
                 beat.cancel()
@@ -34,7 +41,8 @@ class SandboxActivities:
         if cell.error:
             parts.append("[error]\n" + cell.error.rstrip("\n"))
         content = "\n".join(parts) or "(no output; print() the values you want to see)"
-        return ToolResult(content=content, error=cell.error is not None)
+        ref = await self.blobs.put(request.code) if self.blobs is not None and cell.error is None else None
+        return ToolResult(content=content, error=cell.error is not None, cell=ref)
 
     @activity.defn(name="close_sandbox")
     async def close_sandbox(self, session: str) -> None:

@@ -14,6 +14,11 @@ class SandboxError(RuntimeError):
     """The sandbox itself failed (not the user's code); the activity retries."""
 
 
+class SandboxRefused(SandboxError):
+    """The sandbox will not run code here (it cannot isolate it); the message
+    says what to set. The coder is told; the run goes on."""
+
+
 @dataclass
 class CellResult:
     stdout: str = ""

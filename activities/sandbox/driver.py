@@ -34,7 +34,7 @@ def loopback_up():
         fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | IFF_UP))
 
 
-def private_mounts(size_mb, reveal):
+def private_mounts(size_mb, reveal, hidden=(), disk_mb=0, owner=None):
     # In our own mount namespace (unshare --mount, propagation private): each
     # shared scratch directory, the directory holding all sessions' directories
     # and, for ``reveal``, each directory the session user cannot enter (where
@@ -68,6 +68,7 @@ def private_mounts(size_mb, reveal):
     wanted = [p for i, p in enumerate(wanted) if not any(under(p, q) for q in wanted[:i])]
     covers = {os.path.realpath(d) for d in ("/tmp", "/var/tmp", "/run/lock") if os.path.isdir(d)}
     covers.add(os.path.dirname(here))
+    covers |= {h for h in hidden if os.path.isdir(h) and not under(here, h) and here != h}
     if reveal:
         for p in wanted:
             parts = p.split("/")
@@ -94,7 +95,27 @@ def private_mounts(size_mb, reveal):
         os.close(fd)
     if os.path.isdir("/dev/shm"):
         mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777")
+    if disk_mb:  # the session's own directory: a tmpfs of a fixed size
+        ids = f",uid={owner[0]},gid={owner[1]}" if owner else ""
+        mount("tmpfs", here, "tmpfs", MS_NOSUID | MS_NODEV, f"size={disk_mb}m,mode=700{ids}")
     os.chdir(here)
+
+
+def become_init_reaper():
+    """As the first process of a PID namespace: fork the session, reap what
+    it leaves, and end (taking every process of the namespace along) when
+    the session's process ends. The first process of a namespace ignores
+    signals it has no handler for, so it must not be the session itself."""
+    child = os.fork()
+    if child == 0:
+        return
+    for fd in (0, 1):
+        os.close(fd)
+    while True:
+        pid, status = os.wait()
+        if pid == child:
+            # A signal's death as 128 + its number, as shells report it.
+            os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
 def limit(name, value):
@@ -154,8 +175,16 @@ def main() -> None:
             loopback_up()  # code may still talk to itself over 127.0.0.1
         except OSError as e:
             print(f"[sandbox] loopback stays down: {e}", file=sys.stderr)
+    if limits.get("pidns") and os.getpid() == 1:
+        become_init_reaper()
     if limits.get("private_tmp"):
-        private_mounts(limits["file_mb"], reveal=bool(limits.get("user")))
+        private_mounts(
+            limits["file_mb"],
+            reveal=True,
+            hidden=limits.get("hidden") or (),
+            disk_mb=limits.get("disk_mb") or 0,
+            owner=limits.get("user"),
+        )
     if limits.get("user"):
         uid, gid = limits["user"]
         os.setgroups([])
@@ -165,6 +194,8 @@ def main() -> None:
     limit(resource.RLIMIT_AS, limits["memory_mb"] << 20)
     limit(resource.RLIMIT_FSIZE, limits["file_mb"] << 20)
     limit(resource.RLIMIT_CPU, limits["cpu_seconds"])
+    if limits.get("processes"):
+        limit(resource.RLIMIT_NPROC, limits["processes"])
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # too-big writes raise OSError instead
 
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")

@@ -2,29 +2,39 @@
 
 ``LocalSandbox`` keeps one OS process per session id, like a notebook kernel:
 variables survive between cells. Each process runs the worker's interpreter in
-isolated mode with a clean environment, its own temporary working directory and
-resource limits (memory, CPU time, file size, wall time per cell, output size).
+isolated mode with a clean environment (no keys), its own temporary working
+directory and resource limits (memory, CPU time, file size, processes, disk,
+wall time per cell, output size).
 
-Where the platform allows it, each session also gets (see ``Isolation``):
+Model-written code never runs next to a key. Each session gets (see
+``Isolation``, chosen once by probing the machine):
 
-- its own network namespace (``unshare --net``, or ``--net --map-root-user``
-  for an unprivileged worker) holding only a loopback interface, so code cannot
-  open connections to anything outside its own process;
-- when the worker runs as root: an unprivileged account (``nobody``) owning only
-  the session's directory, so code cannot read the worker's environment
-  (``/proc/<pid>/environ``) or write to the system; and a private mount
-  namespace in which ``/tmp``, ``/var/tmp``, ``/run/lock`` and the directory
-  holding the sessions' directories are empty and read-only but for the
-  session's own directory, and ``/dev/shm`` is a private tmpfs, so code can
-  write nowhere but its own directory and cannot see other sessions' files.
+- its own network namespace with only a loopback interface: no connection
+  leaves the session, the worker's loopback ports included;
+- its own PID namespace: it sees only its own processes (not the worker's
+  ``/proc/<pid>/environ``), and nothing it starts (``setsid`` or not)
+  outlives it: when the session's first process dies, all do;
+- its own user: as root, a user id of its own per session (so one session
+  cannot signal another's processes, and ``RLIMIT_NPROC`` counts only its
+  processes); unprivileged, a user namespace;
+- a private mount namespace: ``/tmp``, ``/var/tmp``, ``/run/lock``, the other
+  sessions' directories, the data dir and the worker's home are out of sight
+  or read-only; its own directory is a tmpfs with a size limit;
+- where cgroups are writable: a memory and a process limit for the session as
+  a whole (otherwise per process, plus the directory's size checked after each
+  cell).
 
-What is not available is logged once, as one warning, and the sandbox runs
-without it. This is defence in depth for model-written code, not a boundary
-for hostile code: use the E2B backend (``activities/sandbox/e2b.py``) for that.
+The worker itself is made non-dumpable (``infra.process.protect_secrets``), so
+even code running as its own user could not read its environment.
+
+Without a network namespace, a PID namespace and a user of its own, the
+sandbox refuses to run code (the run goes on; the coder is told) unless the
+operator opts in with ``DEEPRESEARCH_SANDBOX=local-unisolated``. For hostile
+code use E2B (``activities/sandbox/e2b.py``) or the sandbox service
+(``activities/sandbox/remote.py``).
 
 A worker that does not hold a session (restart, another machine) rebuilds it by
 replaying the cells the workflow says already ran (``CodeRequest.previous``).
-Another backend (E2B) only has to implement the ``Sandbox`` protocol.
 """
 
 from __future__ import annotations
@@ -33,7 +43,6 @@ import asyncio
 import json
 import logging
 import os
-import pwd
 import shutil
 import signal
 import sys
@@ -47,7 +56,7 @@ from functools import cache
 from importlib import resources
 from typing import IO
 
-from activities.sandbox.base import CellResult, SandboxError, replay
+from activities.sandbox.base import CellResult, SandboxError, SandboxRefused, replay
 
 log = logging.getLogger(__name__)
 
@@ -73,18 +82,26 @@ class _Session:
     log: IO[bytes]  # unnamed temp file holding the process's fd 1 and 2
     cells: list[str] = field(default_factory=list)  # cells run without error
     last_used: float = field(default_factory=time.monotonic)
+    uid: int | None = None  # the session's own uid, when the worker is root
+    cgroups: list[str] = field(default_factory=list)  # its cgroup folders
 
 
 @dataclass(frozen=True)
 class Isolation:
     """How session processes are confined beyond their resource limits."""
 
-    command: tuple[str, ...] = ()  # prefix, e.g. ("/usr/bin/unshare", "--net")
+    command: tuple[str, ...] = ()  # prefix, e.g. ("/usr/bin/unshare", "--net", ...)
     network: bool = False  # own network namespace: no connections out
-    user: str | None = None  # account sessions run as (the worker runs as root)
-    uid_gid: tuple[int, int] | None = None
-    private_tmp: bool = False  # shared writable dirs read-only, private /dev/shm
+    pid: bool = False  # own PID namespace: sees only its own processes, none outlive it
+    user: str | None = None  # "session uid" (root worker) or "user namespace"
+    private_tmp: bool = False  # private mounts: shared dirs read-only, own dir a sized tmpfs
+    cgroup: str | None = None  # "v1" or "v2": limits for the session as a whole
     warning: str | None = None  # what is missing, as logged
+    refusal: str | None = None  # why code is not run at all (not isolated, not allowed to run so)
+
+    @property
+    def isolated(self) -> bool:
+        return self.network and self.pid and self.user is not None
 
 
 class LocalSandbox:
@@ -97,33 +114,50 @@ class LocalSandbox:
         memory_mb: int = 1024,
         cpu_seconds: int = 120,
         file_mb: int = 64,
+        disk_mb: int = 256,
+        processes: int = 64,
         output_chars: int = 20_000,
         idle_timeout: float = 15 * 60,
         root: str | None = None,
         network: bool = False,
-        user: str | None = "nobody",
+        allow_unisolated: bool = False,
+        uid_base: int = 61_000,
+        hidden: Sequence[str] = (),
         unshare: str = "unshare",
+        cgroup_root: str = "/sys/fs/cgroup",
     ) -> None:
-        """``network=True`` lets code use the network (no namespace). ``user`` is
-        the account sessions run as when the worker runs as root (None: stay
-        root). ``unshare`` is the util-linux tool used for the namespaces."""
+        """``network=True`` lets code use the network (no namespace).
+        ``allow_unisolated`` runs code even where the machine cannot isolate
+        it (``DEEPRESEARCH_SANDBOX=local-unisolated``). Sessions of a root
+        worker run as uids ``uid_base`` and up. ``hidden`` are folders the
+        code must not see (the data dir); the worker's home and working
+        directory are hidden too. ``unshare`` is the util-linux tool used for
+        the namespaces."""
         self.timeout = timeout
         self.idle_timeout = idle_timeout
         self.root = root
         self.network = network
-        self.user = user
+        self.allow_unisolated = allow_unisolated
+        self.uid_base = uid_base
         self.unshare = unshare
+        self.cgroup_root = cgroup_root
+        self.disk_mb = disk_mb
         self.limits = {
             "memory_mb": memory_mb,
             "cpu_seconds": cpu_seconds,
             "file_mb": file_mb,
+            "disk_mb": disk_mb,
+            "processes": processes,
             "output_chars": output_chars,
         }
+        home = os.path.expanduser("~")
+        self.hidden = sorted({os.path.realpath(p) for p in (*hidden, home, os.getcwd()) if p and p != "/"})
         self._sessions: dict[str, _Session] = {}
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._reaper: asyncio.Task[None] | None = None
         self._isolation: Isolation | None = None
         self._probing: asyncio.Lock | None = None
+        self._uids: set[int] = set()
 
     async def isolation(self) -> Isolation:
         """What confines the sessions; probed once, on first use."""
@@ -133,13 +167,17 @@ class LocalSandbox:
             async with self._probing:
                 if self._isolation is None:
                     self._isolation = await self._probe()
-                    if self._isolation.warning:
+                    if self._isolation.refusal:
+                        log.error("%s", self._isolation.refusal)
+                    elif self._isolation.warning:
                         log.warning("%s", self._isolation.warning)
         return self._isolation
 
     async def run(self, session: str, code: str, previous: Sequence[str] = ()) -> CellResult:
         """Run ``code`` in ``session``; rebuild the session from ``previous`` if needed."""
         isolation = await self.isolation()
+        if isolation.refusal:
+            raise SandboxRefused(isolation.refusal)
         lock = self._locks.setdefault(session, asyncio.Lock())
         async with lock:
             s = self._sessions.get(session)
@@ -162,6 +200,12 @@ class LocalSandbox:
             result = await self._exec(session, s, code)
             result.stderr = note + result.stderr
             s.last_used = time.monotonic()
+            if not isolation.private_tmp and session in self._sessions and await self._over_disk(s):
+                await self._drop(session, s)
+                result.error = (result.error or "") + (
+                    f"the session wrote more than {self.disk_mb} MB to its directory and was stopped; "
+                    "its variables are lost"
+                )
             return result
 
     async def close(self, session: str) -> None:
@@ -178,47 +222,38 @@ class LocalSandbox:
         await asyncio.gather(*(self._stop(s) for s in sessions))
 
     async def _probe(self) -> Isolation:
-        """Find the strongest isolation this machine allows, and check it works."""
-        missing: list[str] = []
-        net: list[str] = []
+        """The strongest isolation this machine allows, checked by starting a
+        session with it."""
         unshare = shutil.which(self.unshare)
-        if not self.network:
-            problem = "the unshare tool is not installed"
-            for flags in (["--net"], ["--net", "--map-root-user"]):
-                if unshare and (problem := await _fails(unshare, *flags, "true")) is None:
-                    net = flags
-                    break
-            if not net:
-                missing.append(f"no network namespace ({problem}): code can open network connections")
-        user = uid_gid = None
-        mount: list[str] = []
-        if os.geteuid() != 0 and self.user:
-            missing.append(
-                f"sessions run as the worker's own user (uid {os.geteuid()}): code can write "
-                "wherever that user can (run the worker as root to drop sessions to 'nobody')"
+        root = os.geteuid() == 0
+        missing: list[str] = []
+        cgroup = _cgroup_kind(self.cgroup_root) if root else None
+        if cgroup is None:
+            missing.append("no writable cgroups: memory and processes are limited per process, disk by checking")
+        candidates: list[Isolation] = []
+        if unshare:
+            net = () if self.network else ("--net",)
+            user = ("--map-root-user",) if not root else ()
+            who = "session uid" if root else "user namespace"
+            everything = (unshare, *user, *net, "--pid", "--fork", "--mount", "--mount-proc")
+            candidates.append(Isolation(everything, not self.network, True, who, True, cgroup))
+            candidates.append(
+                Isolation(
+                    (unshare, *user, *net, "--pid", "--fork", "--mount-proc"),
+                    not self.network,
+                    True,
+                    who,
+                    False,
+                    cgroup,
+                )
             )
-        elif self.user:
-            try:
-                entry = pwd.getpwnam(self.user)
-            except KeyError:
-                missing.append(f"no account {self.user!r}: sessions run as root")
-            else:
-                user, uid_gid = self.user, (entry.pw_uid, entry.pw_gid)
-                if unshare and await _fails(unshare, "--mount", "true") is None:
-                    mount = ["--mount"]
-
-        def under(*flags: str) -> tuple[str, ...]:
-            return (unshare, *flags) if flags else ()
-
-        candidates = []  # strongest first
-        if user:
-            full = Isolation(under(*net, *mount), bool(net), user, uid_gid, private_tmp=bool(mount))
-            candidates.append(full)
-            if mount:
-                candidates.append(replace(full, command=under(*net), private_tmp=False))
-        if net:
-            candidates.append(Isolation(under(*net), network=True))
-        chosen, problems = Isolation(), []
+            if not self.network:
+                candidates.append(
+                    Isolation((unshare, *user, "--net"), True, False, who if not root else None, False, cgroup)
+                )
+        else:
+            missing.append(f"the {self.unshare} tool (util-linux) is not installed")
+        chosen, problems = None, []
         for candidate in candidates:
             problem = await self._try(candidate)
             if problem is None:
@@ -226,16 +261,32 @@ class LocalSandbox:
                 break
             problems.append(problem)
         if problems:
-            best, why = candidates[0], problems[0]
-            if best.network and not chosen.network:
-                missing.append(f"no network namespace ({why}): code can open network connections")
-            if best.user and not chosen.user:
-                missing.append(f"cannot run sessions as {best.user!r} ({why}): they run as root")
-            if best.private_tmp and not chosen.private_tmp:
-                missing.append(f"no private mounts ({why}): code can write to /tmp")
-        if missing:
-            chosen = replace(chosen, warning="sandbox isolation is incomplete: " + "; ".join(missing))
-        return chosen
+            missing.append(f"namespaces unavailable ({problems[0]})")
+        if chosen is None:
+            chosen = Isolation(cgroup=cgroup)
+        if not chosen.private_tmp:
+            missing.append("no private mounts: code can see /tmp and the worker's files its user may read")
+        if chosen.isolated or (self.network and chosen.pid and chosen.user):
+            warning = "sandbox isolation is incomplete: " + "; ".join(missing) if missing else None
+            return replace(chosen, warning=warning)
+        what = [
+            w
+            for w, ok in (
+                ("a network namespace", chosen.network or self.network),
+                ("a PID namespace", chosen.pid),
+                ("a user of its own", chosen.user),
+            )
+            if not ok
+        ]
+        reason = (
+            f"the local sandbox cannot isolate model-written code on this machine (no {', no '.join(what)}; "
+            + "; ".join(missing)
+            + "): set DEEPRESEARCH_SANDBOX=e2b, or DEEPRESEARCH_SANDBOX=local-unisolated to run it anyway "
+            "next to the worker's files"
+        )
+        if not self.allow_unisolated:
+            return replace(chosen, refusal=reason)
+        return replace(chosen, warning="running model-written code without isolation (local-unisolated): " + reason)
 
     async def _try(self, isolation: Isolation) -> str | None:
         """Start a session with ``isolation`` and check it; None if it works."""
@@ -248,13 +299,16 @@ class LocalSandbox:
                 "import os, sys, socket, decimal, json, sysconfig\n"
                 "open('probe', 'w').write('ok')\n"
                 "[os.listdir(p) for p in sys.path if os.path.isdir(p)]\n"
-                "print(os.geteuid())"
+                "print(os.geteuid(), os.getpid())"
             )
             result = await self._exec("", s, check, timeout=max(self.timeout, 30))
             if result.error:
                 return result.error.strip().splitlines()[-1]
-            if isolation.uid_gid and result.stdout.strip() != str(isolation.uid_gid[0]):
-                return f"the session runs as uid {result.stdout.strip()}"
+            uid, pid = (result.stdout.split() + ["?", "?"])[:2]
+            if isolation.user == "session uid" and uid != str(s.uid):
+                return f"the session runs as uid {uid}"
+            if isolation.pid and pid not in ("1", "2"):
+                return f"the session is not in a PID namespace of its own (pid {pid})"
             return None
         finally:
             if not s.log.closed:  # not already stopped by a timeout or crash
@@ -262,12 +316,16 @@ class LocalSandbox:
 
     async def _start(self, isolation: Isolation) -> _Session:
         workdir = tempfile.mkdtemp(prefix="sandbox-", dir=self.root)
-        if isolation.uid_gid:
+        uid = self._allocate_uid() if isolation.user == "session uid" else None
+        if uid is not None:
             try:
-                os.chown(workdir, *isolation.uid_gid)
+                os.chown(workdir, uid, uid)
+                os.chmod(workdir, 0o700)
             except OSError as e:
+                self._uids.discard(uid)
                 shutil.rmtree(workdir, ignore_errors=True)
-                raise SandboxError(f"cannot hand {workdir} to {isolation.user}: {e}") from e
+                raise SandboxError(f"cannot hand {workdir} to uid {uid}: {e}") from e
+        cgroups = _make_cgroups(self.cgroup_root, isolation.cgroup, self.limits) if isolation.cgroup else []
         env = {
             "PATH": os.environ.get("PATH", os.defpath),
             "HOME": workdir,
@@ -284,8 +342,10 @@ class LocalSandbox:
             limits = {
                 **self.limits,
                 "netns": isolation.network,
+                "pidns": isolation.pid,
                 "private_tmp": isolation.private_tmp,
-                "user": isolation.uid_gid,
+                "user": [uid, uid] if uid is not None else None,
+                "hidden": self.hidden,
             }
             proc = await asyncio.create_subprocess_exec(
                 *isolation.command,
@@ -301,12 +361,13 @@ class LocalSandbox:
                 env=env,
                 start_new_session=True,  # its own process group, killed as a whole
                 limit=1 << 24,
+                preexec_fn=(lambda: _join_cgroups(cgroups)) if cgroups else None,
             )
         except OSError as e:
             log.close()
-            shutil.rmtree(workdir, ignore_errors=True)
+            self._release(uid, workdir, cgroups)
             raise SandboxError(f"cannot start {sys.executable}: {e}") from e
-        s = _Session(proc, workdir, log)
+        s = _Session(proc, workdir, log, uid=uid, cgroups=cgroups)
         try:
             ready = await asyncio.wait_for(proc.stdout.readline(), 30)
         except TimeoutError:
@@ -319,6 +380,23 @@ class LocalSandbox:
             await self._stop(s)
             raise SandboxError(f"the sandbox interpreter did not start: {detail}")
         return s
+
+    def _allocate_uid(self) -> int:
+        uid = next(u for u in range(self.uid_base, self.uid_base + 10_000) if u not in self._uids)
+        self._uids.add(uid)
+        return uid
+
+    def _release(self, uid: int | None, workdir: str, cgroups: list[str]) -> None:
+        if uid is not None:
+            _kill_uid(uid)  # anything of this uid still alive (no PID namespace to do it)
+            self._uids.discard(uid)
+        shutil.rmtree(workdir, ignore_errors=True)
+        for path in cgroups:
+            with suppress(OSError):
+                os.rmdir(path)
+
+    async def _over_disk(self, s: _Session) -> bool:
+        return await asyncio.to_thread(_size_over, s.workdir, self.disk_mb << 20)
 
     async def _exec(self, session: str, s: _Session, code: str, timeout: float | None = None) -> CellResult:
         """Run one cell; on timeout or crash the session is stopped and dropped."""
@@ -356,7 +434,7 @@ class LocalSandbox:
             os.killpg(s.proc.pid, signal.SIGKILL)
         await s.proc.wait()
         s.log.close()
-        await asyncio.to_thread(shutil.rmtree, s.workdir, True)
+        await asyncio.to_thread(self._release, s.uid, s.workdir, s.cgroups)
 
     def _start_reaper(self) -> None:
         if self._reaper is None or self._reaper.done():
@@ -398,10 +476,92 @@ async def _fails(*command: str) -> str | None:
     return f"`{' '.join(command)}` failed: {detail[-1] if detail else _describe(proc.returncode)}"
 
 
+# --- cgroups, uids, disk -------------------------------------------------------------
+
+
+def _cgroup_kind(root: str) -> str | None:
+    """ "v2" or "v1" when this process may make cgroups with memory and pids
+    limits under ``root``, else None."""
+    try:
+        v2 = os.path.join(root, "cgroup.controllers")
+        if os.path.exists(v2):
+            controllers = open(v2).read().split()
+            if {"memory", "pids"} <= set(controllers) and os.access(root, os.W_OK):
+                return "v2"
+            return None
+        if all(os.access(os.path.join(root, c), os.W_OK) for c in ("memory", "pids")):
+            return "v1"
+    except OSError:
+        pass
+    return None
+
+
+def _make_cgroups(root: str, kind: str, limits: dict) -> list[str]:
+    """The session's cgroup folders, with its memory and process limits."""
+    name = f"deepresearch-sandbox/{os.getpid()}-{time.monotonic_ns()}"
+    memory, pids = str(limits["memory_mb"] << 20), str(limits["processes"])
+    try:
+        if kind == "v2":
+            path = os.path.join(root, name)
+            os.makedirs(path)
+            _write(os.path.join(path, "memory.max"), memory)
+            _write(os.path.join(path, "memory.swap.max"), "0")
+            _write(os.path.join(path, "pids.max"), pids)
+            return [path]
+        made = []
+        for controller, file, value in (("memory", "memory.limit_in_bytes", memory), ("pids", "pids.max", pids)):
+            path = os.path.join(root, controller, name)
+            os.makedirs(path)
+            made.append(path)
+            _write(os.path.join(path, file), value)
+        return made
+    except OSError as e:
+        log.warning("cannot make the session's cgroup (%s): limits stay per process", e)
+        return []
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)
+
+
+def _join_cgroups(paths: list[str]) -> None:
+    """In the child, before exec: into the session's cgroups, with everything it starts."""
+    for path in paths:
+        with suppress(OSError):
+            _write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
+
+
+def _kill_uid(uid: int) -> None:
+    """SIGKILL every process of ``uid`` (the session's own uid)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with suppress(OSError):
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    os.kill(int(entry), signal.SIGKILL)
+
+
+def _size_over(folder: str, limit: int) -> bool:
+    total = 0
+    for base, _, files in os.walk(folder):
+        for name in files:
+            with suppress(OSError):
+                total += os.lstat(os.path.join(base, name)).st_blocks * 512
+            if total > limit:
+                return True
+    return False
+
+
 def _describe(returncode: int) -> str:
-    if returncode >= 0:
+    """A process's end in words; 128 + n (from the PID namespace's first
+    process) is signal n, as is -n."""
+    number = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
+    if not number:
         return f"exit code {returncode}"
-    sig = signal.Signals(-returncode)
+    try:
+        sig = signal.Signals(number)
+    except ValueError:
+        return f"exit code {returncode}"
     hint = SIGNAL_HINTS.get(sig)
     return f"{sig.name}: {hint}" if hint else sig.name
 
