@@ -25,6 +25,7 @@ print('\n'.join(p['dependencies'] + extras['s3'] + extras['tracing']))" > /tmp/r
 COPY README.md worker.py ./
 COPY activities ./activities
 COPY client ./client
+COPY infra ./infra
 COPY prompts ./prompts
 COPY workflows ./workflows
 RUN pip install --no-deps .

@@ -108,6 +108,7 @@ def test_compose_has_the_cluster_services():
         "minio",
         "minio-setup",
         "worker",
+        "sandbox",
     }
     assert SERVICES["postgresql"]["image"] == "postgres:16"
     assert SERVICES["temporal"]["image"].startswith("temporalio/server:")
@@ -351,10 +352,28 @@ def test_dockerfile_builds_the_worker():
     runs = " ".join(arg for op, arg in steps if op == "RUN")
     assert "extras['s3']" in runs and "pip install --no-deps ." in runs
     copied = " ".join(arg for op, arg in steps if op == "COPY")
-    for needed in ("pyproject.toml", "README.md", "worker.py", "activities", "client", "prompts", "workflows"):
+    for needed in ("pyproject.toml", "README.md", "worker.py", "activities", "client", "infra", "prompts", "workflows"):
         assert needed in copied, needed
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert ".env" in ignored and ".venv" in ignored and ".git" in ignored
+
+
+def test_model_written_code_runs_in_a_sandbox_service_without_keys_or_a_way_out():
+    sandbox = SERVICES["sandbox"]
+    environment = sandbox.get("environment") or {}
+    secretive = [
+        k for k in environment if any(w in k for w in ("KEY", "SECRET", "PASSWORD", "AWS_", "OPENAI", "TAVILY"))
+    ]
+    assert secretive == [], secretive  # only the token that workers present to it
+    assert set(environment) == {"DEEPRESEARCH_SANDBOX_TOKEN"}
+    assert sandbox["networks"] == ["sandbox"] and COMPOSE["networks"]["sandbox"]["internal"] is True
+    assert not sandbox.get("ports") and not sandbox.get("volumes")  # nothing published, no shared data
+    assert sandbox["command"][:3] == ["python", "-m", "activities.sandbox.service"]
+    # The workers use it, and reach it on the internal network.
+    env = service_env("worker")
+    assert env["DEEPRESEARCH_SANDBOX"] == "remote" and env["DEEPRESEARCH_SANDBOX_URL"] == "http://sandbox:8090"
+    assert env["DEEPRESEARCH_SANDBOX_TOKEN"] == interpolate(environment["DEEPRESEARCH_SANDBOX_TOKEN"], {})
+    assert "sandbox" in WORKER["networks"] and "default" in WORKER["networks"]
 
 
 def test_pyproject_extras():
