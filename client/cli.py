@@ -140,6 +140,12 @@ def build_parser() -> Parser:
     )
     ui.add_argument("--port", type=int, default=8765, help="port (default 8765)")
 
+    gc = command("gc", "gc:main", "delete stored pages, conversations and payloads no kept run can need")
+    gc.add_argument(
+        "--older-than", type=float, default=30, metavar="DAYS", help="only files older than this (default 30)"
+    )
+    gc.add_argument("--dry-run", action="store_true", help="say what would be deleted, delete nothing")
+
     command("worker", "worker:main", "run a worker until Ctrl-C")
 
     server = command("server", "server:main", "run the embedded Temporal dev server with its UI until Ctrl-C")

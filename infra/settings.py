@@ -261,3 +261,16 @@ def context_window_for(model: str) -> int:
         if name.startswith(prefix):
             return window
     return DEFAULT_CONTEXT_WINDOW
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` as a folder only its owner may enter (0700): the dev server's
+    database, reports, blobs and payloads are nobody else's business."""
+    path = Path(path).expanduser()
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        if path.stat().st_uid == os.geteuid() and path.stat().st_mode & 0o077:
+            path.chmod(0o700)
+    except OSError:
+        pass
+    return path

@@ -18,7 +18,7 @@ from client.runs import new_workflow_id, start_research
 from client.talk import exit_code, write_file
 from client.wording import usage_text
 from infra.process import cancel_on_sigterm
-from infra.settings import Settings
+from infra.settings import Settings, private_dir
 from infra.temporal import Connection, connect
 
 DEV_SERVER_PORT = 7233
@@ -66,6 +66,7 @@ async def main(args: argparse.Namespace) -> int:
     if settings is not None:
         settings.check()
     console = make_console()
+    private_dir(conn.data_dir)
     async with AsyncExitStack() as stack:
         stack.enter_context(cancel_on_sigterm())
         if start_server:

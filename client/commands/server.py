@@ -9,13 +9,13 @@ from contextlib import suppress
 from client.devserver import DevServer, port_open
 from client.errors import CliError
 from infra.process import stop_on_signals
-from infra.settings import data_dir
+from infra.settings import data_dir, private_dir
 
 
 async def main(args: argparse.Namespace) -> int:
     if port_open("127.0.0.1", args.port):
         raise CliError(f"port {args.port} is in use: is a Temporal server already running? (see --port)")
-    folder = data_dir()
+    folder = private_dir(data_dir())
     server = DevServer(
         db_file=args.db or folder / "temporal.db",
         port=args.port,
