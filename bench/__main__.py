@@ -1,6 +1,6 @@
 """Run the benchmarks:
 
-    python -m bench                 # all four (about 5 minutes)
+    python -m bench                 # all five (about 5 minutes)
     python -m bench --only 1,4      # a selection
     python -m bench --quick         # fewer repetitions
 
@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.benchmarks import bench_concurrent, bench_history, bench_overhead, bench_parallel
+from bench.benchmarks import bench_cli, bench_concurrent, bench_history, bench_overhead, bench_parallel
 from bench.harness import BenchEnv
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -30,14 +30,16 @@ TITLES = {
     "2": "orchestration overhead per activity",
     "3": "concurrent runs on one worker",
     "4": "history size",
+    "5": "command-line response time",
 }
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Benchmarks of the research workflow.")
-    parser.add_argument("--only", default="1,2,3,4", help="comma-separated benchmark numbers (default: all)")
+    parser.add_argument("--only", default="1,2,3,4,5", help="comma-separated benchmark numbers (default: all)")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--runs", type=int, help="repetitions per mode for benchmarks 1 and 2")
+    parser.add_argument("--cli-repeats", type=int, help="timed runs of each command in benchmark 5 (default 7)")
     parser.add_argument("--concurrent", type=int, default=50, help="runs started at once in benchmark 3")
     parser.add_argument("--output", type=Path, default=RESULTS / "latest.json", help="JSON file to write")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (server db, logs, blobs)")
@@ -50,13 +52,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args.only = sorted({part.strip() for part in args.only.split(",") if part.strip()})
     unknown = [n for n in args.only if n not in TITLES]
     if unknown:
-        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from 1, 2, 3, 4")
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from 1, 2, 3, 4, 5")
     return args
 
 
 async def run(args: argparse.Namespace) -> dict:
     runs1 = args.runs or (1 if args.quick else 2)
     runs2 = args.runs or (2 if args.quick else 5)
+    repeats5 = args.cli_repeats or (3 if args.quick else 7)
     results: dict[str, dict] = {}
     async with BenchEnv(keep=args.keep, server_args=tuple(shlex.split(args.server_args))) as env:
         args.server_command = " ".join(env.server.command())
@@ -71,6 +74,8 @@ async def run(args: argparse.Namespace) -> dict:
                 out = await bench_overhead(env, runs2)
             elif number == "3":
                 out = await bench_concurrent(env, args.concurrent)
+            elif number == "5":
+                out = await bench_cli(env, repeats5)
             else:
                 out = await bench_history(env)
             out["seconds"] = round(time.perf_counter() - begin, 1)

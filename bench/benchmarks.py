@@ -1,4 +1,4 @@
-"""The four benchmarks. Each returns a dict: ``rows`` for the table (metric,
+"""The five benchmarks. Each returns a dict: ``rows`` for the table (metric,
 value, target, met) and ``details`` for the JSON file."""
 
 from __future__ import annotations
@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import os
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 from bench.harness import BenchEnv, Latency, RunRecord
 from bench.history import activity_spans, body_by_kind, gap_breakdown, percentile, server_duration, sizes
 from bench.script import LOOP_PAGES, RESEARCH_STEPS, canonical_fact, loop_fact
+from workflows.models import RunStatus
 
 # --- the canonical run ------------------------------------------------------------
 
@@ -325,4 +328,115 @@ async def bench_history(env: BenchEnv) -> dict:
         ),
         _row("loop: page facts in the report", f"{LOOP_PAGES - len(missing)}/{LOOP_PAGES}", "", "20/20", not missing),
     ]
+    return {"rows": rows, "details": details}
+
+
+# --- the command line ------------------------------------------------------------
+
+CLI_BURST = 20  # `deepresearch start` processes launched at once
+
+
+def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+    begin = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    return time.perf_counter() - begin, done
+
+
+def _burst(argv: list[str], env: dict[str, str], count: int) -> tuple[float, list[subprocess.Popen]]:
+    """``count`` copies of ``argv`` launched at once; seconds until the last exits."""
+    begin = time.perf_counter()
+    procs = [
+        subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(count)
+    ]
+    for proc in procs:
+        proc.communicate(timeout=300)
+    return time.perf_counter() - begin, procs
+
+
+async def wait_for_review(handle, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if (await handle.query("status", result_type=RunStatus)).review_pending:
+                return
+        except Exception:  # not yet answered by the worker
+            pass
+        await asyncio.sleep(0.1)
+    raise RuntimeError(f"{handle.id} never waited for review")
+
+
+async def bench_cli(env: BenchEnv, repeats: int) -> dict:
+    """5. How fast the installed `deepresearch` console script answers: wall
+    time of each command (a new process, as a user runs it) against the real
+    dev server and a run waiting for review, next to `python -c pass`."""
+    script = str(Path(sys.executable).parent / "deepresearch")
+    cli_env = env.env("b5")
+    async with env.worker("b5"):
+        env.canonical(Latency())
+        handle = await env.start("b5", auto_accept_plan=False)
+        await wait_for_review(handle)
+        run_id = handle.id
+        # name -> (argv, expected exit code, text expected in stdout + stderr)
+        commands: dict[str, tuple[list[str], int, str]] = {
+            "python -c pass": ([sys.executable, "-c", "pass"], 0, ""),
+            "deepresearch --help": ([script, "--help"], 0, "COMMAND"),
+            "deepresearch status ID": ([script, "status", run_id], 0, "awaiting_review"),
+            "deepresearch review ID (rejected)": ([script, "review", run_id, "--feedback", "fine"], 1, "rejected"),
+            "deepresearch list": ([script, "list"], 0, run_id),
+            # on a task queue no worker polls: the run waits, only the CLI works
+            "deepresearch start": ([script, "start", "q", "--task-queue", "b5-idle"], 0, "research-"),
+        }
+        walls: dict[str, list[float]] = {name: [] for name in commands}
+        for round_ in range(repeats + 1):  # round 0 warms the caches and is not counted
+            names = list(commands)
+            names = names[round_ % len(names) :] + names[: round_ % len(names)]  # rotate the order
+            for name in names:
+                argv, code, expected = commands[name]
+                wall, done = await asyncio.to_thread(_timed, argv, cli_env)
+                if done.returncode != code or expected not in done.stdout + done.stderr:
+                    raise AssertionError(f"{name}: exit {done.returncode}\n{done.stdout}\n{done.stderr}")
+                if round_:
+                    walls[name].append(wall)
+        base_burst, _ = await asyncio.to_thread(_burst, [sys.executable, "-c", "pass"], cli_env, CLI_BURST)
+        start_argv = commands["deepresearch start"][0]
+        burst, procs = await asyncio.to_thread(_burst, start_argv, cli_env, CLI_BURST)
+        failed = [p.stderr for p in procs if p.returncode != 0]
+        if failed:
+            raise AssertionError(f"{len(failed)} of {CLI_BURST} starts failed: {failed[0]}")
+    median = {name: statistics.median(times) for name, times in walls.items()}
+    base = median.pop("python -c pass")
+    details = {
+        "repeats": repeats,
+        "cpus": os.cpu_count(),
+        "python_c_pass_s": round(base, 4),
+        "commands": {
+            name: {
+                "median_s": round(wall, 4),
+                "over_python_s": round(wall - base, 4),
+                "ratio_to_python": round(wall / base, 2),
+                "all_s": [round(t, 4) for t in walls[name]],
+            }
+            for name, wall in median.items()
+        },
+        "burst": {
+            "processes": CLI_BURST,
+            "deepresearch_start_total_s": round(burst, 3),
+            "python_c_pass_total_s": round(base_burst, 3),
+        },
+    }
+    rows = [_row("python -c pass (median)", base * 1000, "ms")]
+    for name, wall in median.items():
+        over = wall - base
+        quick = name in ("deepresearch status ID", "deepresearch review ID (rejected)")
+        rows.append(
+            _row(
+                f"{name} (median; over python, ratio)",
+                f"{wall:.3f} s (+{over:.3f} s, {wall / base:.1f}x)",
+                "",
+                "+ <= 0.35 s" if quick else "",
+                over <= 0.35 if quick else None,
+            )
+        )
+    rows.append(_row(f"{CLI_BURST} `deepresearch start` at once, total", burst, "s"))
+    rows.append(_row(f"{CLI_BURST} `python -c pass` at once, total", base_burst, "s"))
     return {"rows": rows, "details": details}

@@ -194,19 +194,25 @@ class BenchEnv:
 
     # -- runs -------------------------------------------------------------------
 
-    async def run(self, task_queue: str, *, parallel: bool = True, **options) -> RunRecord:
+    async def start(self, task_queue: str, *, parallel: bool = True, **options) -> WorkflowHandle:
+        """Starts the canonical run (plan accepted automatically unless
+        ``auto_accept_plan=False`` is given) and returns at once."""
         assert self.client is not None
+        options.setdefault("auto_accept_plan", True)
         request = ResearchInput(
             question="How has the Aldous index developed?",
-            auto_accept_plan=True,
             enable_background_investigation=False,
             parallel_research=parallel,
             max_step_num=4,  # 3 research steps + 1 processing step
             **options,
         )
         workflow_id = f"bench-{uuid.uuid4().hex[:10]}"
+        return await start_research(self.client, self.conn(task_queue), request, workflow_id)
+
+    async def run(self, task_queue: str, *, parallel: bool = True, **options) -> RunRecord:
         begin = time.perf_counter()
-        handle = await start_research(self.client, self.conn(task_queue), request, workflow_id)
+        handle = await self.start(task_queue, parallel=parallel, **options)
+        workflow_id = handle.id
         result = await handle.result()
         wall = time.perf_counter() - begin
         if result.status != "completed":
