@@ -382,6 +382,9 @@ async def bench_cli(env: BenchEnv, repeats: int) -> dict:
             "deepresearch --help": ([script, "--help"], 0, "COMMAND"),
             "deepresearch status ID": ([script, "status", run_id], 0, "awaiting_review"),
             "deepresearch review ID (rejected)": ([script, "review", run_id, "--feedback", "fine"], 1, "rejected"),
+            # --accept reads the review prefixes from the workflow's code; an
+            # unknown id keeps the run above waiting
+            "deepresearch review --accept (no such run)": ([script, "review", "nope", "--accept"], 1, "no run"),
             "deepresearch list": ([script, "list"], 0, run_id),
             # on a task queue no worker polls: the run waits, only the CLI works
             "deepresearch start": ([script, "start", "q", "--task-queue", "b5-idle"], 0, "research-"),
@@ -405,9 +408,13 @@ async def bench_cli(env: BenchEnv, repeats: int) -> dict:
             raise AssertionError(f"{len(failed)} of {CLI_BURST} starts failed: {failed[0]}")
     median = {name: statistics.median(times) for name, times in walls.items()}
     base = median.pop("python -c pass")
+    where = [sys.executable, "-c", "import client.cli; print(client.cli.__file__)"]
     details = {
         "repeats": repeats,
         "cpus": os.cpu_count(),
+        # the code the console script ran (PYTHONPATH can point it at another checkout)
+        "cli_module": subprocess.run(where, env=cli_env, capture_output=True, text=True).stdout.strip(),
+        "pythonpath": os.environ.get("PYTHONPATH", ""),
         "python_c_pass_s": round(base, 4),
         "commands": {
             name: {
