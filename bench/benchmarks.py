@@ -408,12 +408,13 @@ async def bench_cli(env: BenchEnv, repeats: int) -> dict:
             raise AssertionError(f"{len(failed)} of {CLI_BURST} starts failed: {failed[0]}")
     median = {name: statistics.median(times) for name, times in walls.items()}
     base = median.pop("python -c pass")
+    # (run outside the checkout: `python -c` looks in the current folder first, the script does not)
     where = [sys.executable, "-c", "import client.cli; print(client.cli.__file__)"]
     details = {
         "repeats": repeats,
         "cpus": os.cpu_count(),
         # the code the console script ran (PYTHONPATH can point it at another checkout)
-        "cli_module": subprocess.run(where, env=cli_env, capture_output=True, text=True).stdout.strip(),
+        "cli_module": subprocess.run(where, env=cli_env, cwd=env.root, capture_output=True, text=True).stdout.strip(),
         "pythonpath": os.environ.get("PYTHONPATH", ""),
         "python_c_pass_s": round(base, 4),
         "commands": {
