@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from client.errors import CliError
 from infra.search_attributes import SEARCH_ATTRIBUTES
 
 # The dev server runs a single history shard, and each shard reads its task
@@ -33,8 +34,8 @@ QUEUE_READ_RATE = {
 }
 
 
-class DevServerError(RuntimeError):
-    pass
+class DevServerError(CliError):
+    """The dev server cannot start or run (one line)."""
 
 
 def temporal_binary() -> str:

@@ -10,8 +10,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console, Group, RenderableType
-from rich.live import Live
-from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -110,6 +108,8 @@ def event_line(event: ProgressEvent) -> str:
 def print_report(console: Console, markdown: str) -> None:
     """Rendered on a terminal, raw markdown otherwise (pipes, files)."""
     if console.is_terminal:
+        from rich.markdown import Markdown  # only here: it loads markdown-it
+
         console.print(Markdown(markdown))
     else:
         console.file.write(markdown if markdown.endswith("\n") else markdown + "\n")
@@ -124,7 +124,7 @@ class ProgressView:
         self.workflow_id = workflow_id
         self.last: RunStatus | None = None
         self.live = (
-            Live(Text(f"{workflow_id}  starting…"), console=console, refresh_per_second=4)
+            _live()(Text(f"{workflow_id}  starting…"), console=console, refresh_per_second=4)
             if console.is_terminal
             else None
         )
@@ -166,3 +166,9 @@ def make_console() -> Console:
     console = Console(highlight=False)
     console.soft_wrap = not console.is_terminal
     return console
+
+
+def _live():
+    from rich.live import Live  # only for `run`'s live view
+
+    return Live

@@ -15,13 +15,11 @@ def error_line(err: Exception, args: argparse.Namespace) -> str | None:
     from temporalio.exceptions import WorkflowAlreadyStartedError
     from temporalio.service import RPCError, RPCStatusCode
 
-    from client.devserver import DevServerError
-    from client.talk import failure_message, rejection_reason
     from infra.errors import ConfigError, ConnectionFailed
-    from infra.temporal import Connection
+    from infra.temporal import Connection, cli_name
 
     workflow_id = getattr(args, "workflow_id", None)
-    if isinstance(err, CliError | ConnectionFailed | ConfigError | DevServerError):
+    if isinstance(err, CliError | ConnectionFailed | ConfigError):
         return str(err)
     if isinstance(err, WorkflowUpdateFailedError):
         return f"{args.command} rejected: {rejection_reason(err)}"
@@ -34,9 +32,27 @@ def error_line(err: Exception, args: argparse.Namespace) -> str | None:
     if isinstance(err, RPCError):
         if err.status == RPCStatusCode.NOT_FOUND and workflow_id and "namespace" not in err.message.lower():
             if "completed" in err.message:
-                return f"run {workflow_id} has already finished (see `deepresearch result {workflow_id}`)"
+                return f"run {workflow_id} has already finished (see `{cli_name()} result {workflow_id}`)"
             return (
                 f"no run with id {workflow_id} in namespace {Connection.from_env(namespace=args.namespace).namespace}"
             )
         return f"Temporal: {err.message}"
     return None
+
+
+def rejection_reason(err) -> str:
+    """The reason a workflow gave for rejecting an update."""
+    return getattr(err.cause, "message", None) or str(err.cause)
+
+
+def failure_message(err: BaseException) -> str:
+    from temporalio.client import WorkflowFailureError
+
+    messages: list[str] = []
+    cause: BaseException | None = err.cause if isinstance(err, WorkflowFailureError) else err
+    while cause is not None:
+        text = getattr(cause, "message", None) or str(cause)
+        if text and text not in messages:
+            messages.append(text)
+        cause = cause.__cause__
+    return ": ".join(messages) or "unknown failure"

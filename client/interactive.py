@@ -14,9 +14,9 @@ from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from client.display import ProgressView, event_line, render_plan
-from client.errors import CliError
+from client.errors import CliError, rejection_reason
 from client.options import feedback_from_reply
-from client.talk import POLL_SECONDS, next_action, poll_status, rejection_reason, waiting_for_worker
+from client.talk import POLL_SECONDS, next_action, poll_status, waiting_for_worker
 from infra.temporal import Connection
 from workflows.models import PROGRESS_TOPIC, ProgressEvent, ResearchResult, RunStatus
 

@@ -11,17 +11,15 @@ from typing import TYPE_CHECKING
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
-    WorkflowFailureError,
     WorkflowHandle,
     WorkflowQueryFailedError,
-    WorkflowUpdateFailedError,
 )
 from temporalio.service import RPCError, RPCStatusCode
 
 from workflows.models import ResearchResult, RunStatus
 
 if TYPE_CHECKING:
-    from infra.temporal import Connection
+    from infra.temporal import Connection, cli_name
 
 POLL_SECONDS = 0.5
 QUERY_TIMEOUT = timedelta(seconds=5)
@@ -43,33 +41,18 @@ async def poll_status(handle: WorkflowHandle) -> RunStatus | None:
         return None
 
 
-def rejection_reason(err: WorkflowUpdateFailedError) -> str:
-    return getattr(err.cause, "message", None) or str(err.cause)
-
-
-def failure_message(err: BaseException) -> str:
-    messages: list[str] = []
-    cause: BaseException | None = err.cause if isinstance(err, WorkflowFailureError) else err
-    while cause is not None:
-        text = getattr(cause, "message", None) or str(cause)
-        if text and text not in messages:
-            messages.append(text)
-        cause = cause.__cause__
-    return ": ".join(messages) or "unknown failure"
-
-
 def next_action(status: RunStatus, workflow_id: str) -> str | None:
     if status.review_pending:
-        return f"review the plan: deepresearch review {workflow_id} --accept  (or --edit TEXT)"
+        return f"review the plan: {cli_name()} review {workflow_id} --accept  (or --edit TEXT)"
     if status.phase == "clarifying" and status.pending_question:
-        return f"answer the question: deepresearch answer {workflow_id} TEXT"
+        return f"answer the question: {cli_name()} answer {workflow_id} TEXT"
     return None
 
 
 def waiting_for_worker(conn: Connection) -> str:
     return (
         f"waiting for a worker on task queue {conn.task_queue!r}: start one with "
-        "`deepresearch worker` (or pass --worker)"
+        f"`{cli_name()} worker` (or pass --worker)"
     )
 
 
@@ -96,7 +79,7 @@ class Stuck:
         return (
             f"run {workflow_id} is stuck: its workflow task has failed {self.attempts} times "
             f"({self.error}); deploy a fixed worker and it resumes by itself, or end it with "
-            f"`deepresearch cancel {workflow_id}` (see docs/operations.md)"
+            f"`{cli_name()} cancel {workflow_id}` (see docs/operations.md)"
         )
 
 

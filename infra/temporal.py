@@ -114,8 +114,36 @@ async def connect(conn: Connection) -> Client:
     except Exception as err:  # the SDK raises RuntimeError with a long chain
         raise ConnectionFailed(
             f"cannot reach Temporal at {conn.address} (namespace {conn.namespace}): "
-            f"{str(err).splitlines()[0][:200]}; set TEMPORAL_ADDRESS or --address, "
-            "or run `deepresearch server`"
+            f"{connect_problem(err)}; set TEMPORAL_ADDRESS or --address, or start one with `{cli_name()} server`"
         ) from None
     await check_payload_storage()
     return client
+
+
+def connect_problem(err: BaseException) -> str:
+    """What went wrong connecting, in a few words (the SDK's message is a
+    long chain of Rust errors)."""
+    text = " ".join(str(err).split())
+    for needle, said in (
+        ("Connection refused", "connection refused"),
+        ("dns error", "the host name does not resolve"),
+        ("timed out", "the connection timed out"),
+        ("Namespace", "the namespace does not exist"),
+        ("certificate", "a TLS certificate problem"),
+        ("Unauthenticated", "the server refused the credentials"),
+    ):
+        if needle.lower() in text.lower():
+            return said
+    words = text.split(" ")
+    short = ""
+    for word in words:  # whole words only
+        if len(short) + len(word) > 160:
+            return short + " …"
+        short = f"{short} {word}".strip()
+    return short
+
+
+def cli_name() -> str:
+    """How the user runs the CLI: `./dr` when they came through it, else
+    `deepresearch` (so every hint works as printed)."""
+    return os.environ.get("DEEPRESEARCH_CLI") or "deepresearch"

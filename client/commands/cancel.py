@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from client.options import connection
-from infra.temporal import connect
+from infra.temporal import cli_name, connect
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -16,6 +16,6 @@ async def main(args: argparse.Namespace) -> int:
     await handle.cancel()
     print(
         f"cancel requested for {args.workflow_id}: it writes a partial report from what it found; "
-        f"get it with `deepresearch result {args.workflow_id}`"
+        f"get it with `{cli_name()} result {args.workflow_id}`"
     )
     return 0

@@ -9,7 +9,7 @@ import json
 
 from client.options import connection
 from client.side_outputs import default_path, finished_report, side_id, start_once, write_blob
-from infra.temporal import connect
+from infra.temporal import cli_name, connect
 from workflows.models import PodcastResult
 
 
@@ -19,7 +19,7 @@ async def main(args: argparse.Namespace) -> int:
     source = await finished_report(client, args.workflow_id, conn.namespace)
     handle = await start_once(client, conn, "podcast", source, side_id(args.workflow_id, "podcast"))
     if not args.json:
-        print(f"podcast {handle.id}: writing the script and speaking it (follow with `deepresearch watch {handle.id}`)")
+        print(f"podcast {handle.id}: writing the script and speaking it (follow with `{cli_name()} watch {handle.id}`)")
     return await save(conn, await handle.result(), args.output, args.json, handle.id)
 
 

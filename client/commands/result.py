@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from client.display import make_console, print_report
-from client.export import render
 from client.options import connection, output_format
 from client.side_outputs import RESULT_TYPES, SIDE_TYPES
 from client.talk import exit_code, write_file
@@ -20,6 +19,8 @@ async def main(args: argparse.Namespace) -> int:
         return await side_result(conn, client, kind, args)
     handle = client.get_workflow_handle(args.workflow_id, result_type=ResearchResult)
     result: ResearchResult = await handle.result()
+    from client.export import render  # markdown-it: only when a report is rendered
+
     fmt = output_format(args)
     text = render(result, fmt)
     if args.output:

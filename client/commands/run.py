@@ -19,7 +19,7 @@ from client.talk import exit_code, write_file
 from client.wording import usage_text
 from infra.process import cancel_on_sigterm
 from infra.settings import Settings, private_dir
-from infra.temporal import Connection, connect
+from infra.temporal import Connection, cli_name, connect
 
 DEV_SERVER_PORT = 7233
 DEV_UI_PORT = 8233
@@ -40,14 +40,14 @@ async def in_process_worker(conn: Connection, settings: Settings) -> AsyncIterat
 
 def resume_hint(workflow_id: str, conn: Connection, started_server: bool) -> str:
     where = (
-        f" (its state is in {conn.data_dir / 'temporal.db'}; it goes on when `deepresearch server` "
-        "and `deepresearch worker` run)"
+        f" (its state is in {conn.data_dir / 'temporal.db'}; it goes on when `{cli_name()} server` "
+        f"and `{cli_name()} worker` run)"
         if started_server
         else ""
     )
     return (
         f"\nThe run {workflow_id} continues durably{where}. Follow it with "
-        f"`deepresearch watch {workflow_id}` or get the report with `deepresearch result {workflow_id}`."
+        f"`{cli_name()} watch {workflow_id}` or get the report with `{cli_name()} result {workflow_id}`."
     )
 
 

@@ -14,7 +14,7 @@ from client.display import make_console, render_status
 from client.errors import CliError
 from client.options import connection
 from client.talk import QUERY_TIMEOUT, next_action, query_status, stuck
-from infra.temporal import connect
+from infra.temporal import cli_name, connect
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -36,7 +36,7 @@ async def main(args: argparse.Namespace) -> int:
             raise
         raise CliError(
             f"no worker answered the status query within {QUERY_TIMEOUT.seconds} s; "
-            f"is one running on task queue {conn.task_queue!r}? (`deepresearch worker`)"
+            f"is one running on task queue {conn.task_queue!r}? (`{cli_name()} worker`)"
         ) from None
     if args.json:
         print(status.model_dump_json(indent=2))

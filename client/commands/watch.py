@@ -10,7 +10,7 @@ from client.display import event_line, make_console
 from client.options import connection
 from client.talk import exit_code
 from client.wording import usage_text
-from infra.temporal import connect
+from infra.temporal import cli_name, connect
 from workflows.models import PROGRESS_TOPIC, ProgressEvent, ResearchResult
 
 
@@ -25,10 +25,10 @@ async def main(args: argparse.Namespace) -> int:
     async for item in stream.subscribe(PROGRESS_TOPIC, result_type=ProgressEvent):
         console.print(event_line(item.data), markup=False)
         if item.data.kind == "review_requested":
-            console.print(f"review with `deepresearch review {handle.id} --accept` or `--edit TEXT`", markup=False)
+            console.print(f"review with `{cli_name()} review {handle.id} --accept` or `--edit TEXT`", markup=False)
         elif item.data.kind == "question":
-            console.print(f"answer with `deepresearch answer {handle.id} TEXT`", markup=False)
+            console.print(f"answer with `{cli_name()} answer {handle.id} TEXT`", markup=False)
     result = await handle.result()
     console.print(f"run {handle.id} finished: {result.status}; {usage_text(result.usage)}", markup=False)
-    console.print(f"print the report with `deepresearch result {handle.id}`", markup=False)
+    console.print(f"print the report with `{cli_name()} result {handle.id}`", markup=False)
     return exit_code(result)

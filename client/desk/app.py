@@ -39,10 +39,11 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
+from client.errors import failure_message, rejection_reason
 from client.export import render, report_html, sources_html
 from client.runs import WORKFLOW_TYPE, new_workflow_id, start_research
 from client.side_outputs import RESULT_TYPES, SIDE_TYPES, finished_report, side_id, start_once
-from client.talk import QUERY_TIMEOUT, failure_message, rejection_reason
+from client.talk import QUERY_TIMEOUT
 from infra.blobs import blob_store
 from infra.temporal import Connection, connect
 from workflows.models import (
