@@ -35,7 +35,7 @@ from infra.errors import ConfigError, ConnectionFailed
 from infra.payload_storage import payload_storage_location as payload_storage
 from infra.process import exit_now, protect_secrets, stop_on_signals
 from infra.s3 import S3Config, s3_client
-from infra.settings import Settings, private_dir
+from infra.settings import Settings, check_model_endpoint, private_dir
 from infra.temporal import Connection, connect
 from infra.tracing import tracing_enabled
 from workflows.deep_research import DeepResearch
@@ -142,6 +142,7 @@ async def run_worker(conn: Connection, settings: Settings, *, stop: asyncio.Even
     """Run until ``stop`` is set or the task is cancelled. Options not given
     come from the environment (see ``worker_options``)."""
     settings.check()
+    await check_model_endpoint(settings)
     private_dir(settings.data_dir)
     protect_secrets()  # the keys in this process's environment: not readable by its own user's processes
     options = worker_options() | options

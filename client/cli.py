@@ -45,8 +45,11 @@ def add_connection_options(parser: argparse.ArgumentParser, default: object) -> 
     )
 
 
-def add_run_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("question", help="what to research")
+def add_run_options(parser: argparse.ArgumentParser, question_optional: bool = False) -> None:
+    if question_optional:
+        parser.add_argument("question", nargs="?", default="", help="what to research (not with --attach)")
+    else:
+        parser.add_argument("question", help="what to research")
     parser.add_argument("--id", help="workflow id (default research-<random>)")
     group = parser.add_argument_group("run options")
     for option, field, keywords in RUN_OPTIONS:
@@ -66,11 +69,12 @@ def build_parser() -> Parser:
         return sub
 
     run = command("run", "run:main", "research a question: start, follow, review the plan, print the report")
-    add_run_options(run)
+    add_run_options(run, question_optional=True)
     run.add_argument(
         "-o", "--output", type=Path, help="save the report here (default <data dir>/reports/<id>.<format>)"
     )
     run.add_argument("--format", choices=FORMATS, help="format of the saved report: " + FORMAT_HELP)
+    run.add_argument("--attach", metavar="ID", help="follow the run ID started elsewhere instead of starting one")
     run.add_argument(
         "--worker",
         action=argparse.BooleanOptionalAction,
@@ -139,6 +143,17 @@ def build_parser() -> Parser:
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need DEEPRESEARCH_UI_TOKEN)"
     )
     ui.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+
+    attach = command("attach", "attach:main", "follow a run started elsewhere, with the review prompt: as `run` does")
+    attach.add_argument("workflow_id", metavar="ID")
+    attach.add_argument(
+        "-o", "--output", type=Path, help="save the report here (default <data dir>/reports/<id>.<format>)"
+    )
+    attach.add_argument("--format", choices=FORMATS, help="format of the saved report: " + FORMAT_HELP)
+
+    blob = command("blob", "blob:main", "print what the blob store keeps under a sha256: reference (a crawled page, …)")
+    blob.add_argument("ref", metavar="REF", help="sha256:<64 hex digits>, as history and results show them")
+    blob.add_argument("-o", "--output", type=Path, help="save the bytes to this file instead")
 
     gc = command("gc", "gc:main", "delete stored pages, conversations and payloads no kept run can need")
     gc.add_argument(

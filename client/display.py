@@ -6,6 +6,7 @@ Dynamic text (questions, plans, reports) is always passed as ``Text`` or with
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -25,7 +26,7 @@ STEP_MARKS = {
 }
 
 
-def render_plan(plan: Plan) -> RenderableType:
+def render_plan(plan: Plan, steps_cut: list[str] | None = None, max_steps: int | None = None) -> RenderableType:
     parts: list[RenderableType] = [Text(plan.title, style="bold")]
     if plan.thought:
         parts.append(Text(plan.thought, style="dim"))
@@ -36,14 +37,25 @@ def render_plan(plan: Plan) -> RenderableType:
         if step.description:
             line.append(f"\n   {step.description}")
         parts.append(line)
+    if steps_cut:
+        limit = f"the limit of {max_steps}" if max_steps else "the step limit"
+        parts.append(
+            Text(
+                f"Cut by {limit}: {'; '.join(steps_cut)}. Ask for a shorter plan, or start the run with a "
+                "higher --max-step-num.",
+                style="yellow",
+            )
+        )
     return Panel(Group(*parts), title="Plan", title_align="left")
 
 
-def render_status(status: RunStatus, workflow_id: str | None = None) -> RenderableType:
+def render_status(status: RunStatus, workflow_id: str | None = None, elapsed: float | None = None) -> RenderableType:
     head = Text()
     if workflow_id:
         head.append(f"{workflow_id}  ", style="dim")
     head.append(status.phase, style="bold magenta")
+    if elapsed is not None:
+        head.append(f"  {int(elapsed) // 60}:{int(elapsed) % 60:02d}", style="dim")
     if status.title:
         head.append(f"  {status.title}")
     parts: list[RenderableType] = [head]
@@ -123,8 +135,11 @@ class ProgressView:
         self.console = console
         self.workflow_id = workflow_id
         self.last: RunStatus | None = None
+        self.started = time.monotonic()
+        # transient: when paused for a question, the panel goes away instead of
+        # being drawn again over the question and what the user typed.
         self.live = (
-            _live()(Text(f"{workflow_id}  starting…"), console=console, refresh_per_second=4)
+            _live()(Text(f"{workflow_id}  starting…"), console=console, refresh_per_second=4, transient=True)
             if console.is_terminal
             else None
         )
@@ -137,10 +152,12 @@ class ProgressView:
     def __exit__(self, *exc: object) -> None:
         if self.live:
             self.live.stop()
+            if self.last is not None:  # the last state stays on screen
+                self.console.print(render_status(self.last, self.workflow_id, time.monotonic() - self.started))
 
     def update(self, status: RunStatus) -> None:
         if self.live:
-            self.live.update(render_status(status, self.workflow_id))
+            self.live.update(render_status(status, self.workflow_id, time.monotonic() - self.started))
         else:
             for line in status_changes(self.last, status):
                 self.note(line)

@@ -152,11 +152,27 @@ def sources_html(citations: list[Citation]) -> str:
     return _sources(citations)
 
 
+GENERIC_TITLES = {"report", "research report", "final report", "scripted report", "the report"}
+_OWN_SOURCES = re.compile(
+    r"(?ims)^#{1,6}[ \t]*(?:key[ \t]+)?(?:citations|sources|references)[ \t]*#*[ \t]*$(?![\s\S]*^#{1,6}[ \t])"
+)
+
+
+def without_own_sources(markdown: str) -> str:
+    """The report without the model's own list of sources at its end (the
+    page lists the run's verified sources once, below the report)."""
+    found = _OWN_SOURCES.search(markdown)
+    return markdown[: found.start()].rstrip() + "\n" if found else markdown
+
+
 def render_html(result: ResearchResult) -> str:
-    title, body = report_html(result.final_report)
-    if not title:
-        title = (result.plan.title if result.plan else "") or result.question or "Research report"
+    markdown = without_own_sources(result.final_report) if result.citations else result.final_report
+    title, body = report_html(markdown)
+    if not title or title.strip().lower() in GENERIC_TITLES:
+        title = (result.plan.title if result.plan else "") or result.question or title or "Research report"
     status = "" if result.status == "completed" else f" · status: {escape(result.status)}"
+    if result.finished_at:
+        status += f" · {escape(result.finished_at[:10])}"
     return f"""<!DOCTYPE html>
 <html lang="{escape(_lang(result.locale), quote=True)}">
 <head>

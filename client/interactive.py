@@ -60,11 +60,12 @@ class TerminalReview:
             return
         if status.review_pending:
             await self.ask(
-                render_plan(status.plan) if status.plan else Text("The plan is ready for review."),
+                render_plan(status.plan, status.steps_cut) if status.plan else Text("The plan is ready for review."),
                 "Accept the plan? [Enter/y accepts, or type the changes you want] ",
                 lambda s: s.review_pending,
                 "submit_review",
                 feedback_from_reply,
+                extra=[status.plan_version] if status.plan_version else [],
             )
         elif status.phase == "clarifying" and status.pending_question:
             await self.ask(
@@ -82,6 +83,7 @@ class TerminalReview:
         still_pending: Callable[[RunStatus], bool],
         update: str,
         to_argument: Callable[[str], str],
+        extra: list | None = None,
     ) -> None:
         with self.view.paused():
             self.console.print(intro)
@@ -89,11 +91,11 @@ class TerminalReview:
                 if not (argument := to_argument(line)):
                     continue
                 try:
-                    reply = await self.handle.execute_update(update, argument, result_type=str)
+                    reply = await self.handle.execute_update(update, args=[argument, *(extra or [])], result_type=str)
                 except WorkflowUpdateFailedError as err:
                     self.console.print(Text(f"rejected: {rejection_reason(err)}", style="red"))
                     continue
-                self.console.print(Text(reply, style="green"))
+                self.console.print(Text(f"{reply}: {what_next(argument)}", style="green"))
                 return
 
     async def read_line(self, prompt: str, still_pending: Callable[[RunStatus], bool]) -> str | None:
@@ -115,6 +117,15 @@ class TerminalReview:
         if not sys.stdin.isatty():
             self.console.print(text.rstrip("\n"), markup=False)  # so a transcript shows the answer
         return text
+
+
+def what_next(argument: str) -> str:
+    """What happens after the user's answer, with their words kept on screen."""
+    if argument.upper().startswith("[ACCEPTED]"):
+        return "the research team starts"
+    if argument.upper().startswith("[EDIT_PLAN]"):
+        return f"revising the plan with your edit ({argument[len('[EDIT_PLAN]') :].strip()})…"
+    return f"thanks ({argument}); the coordinator goes on…"
 
 
 async def show_tool_calls(client: Client, workflow_id: str, view: ProgressView) -> None:

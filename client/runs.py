@@ -35,6 +35,7 @@ async def start_research(
         result_type=ResearchResult,
         search_attributes=attributes,
         static_summary=" ".join(request.question.split())[:200],
+        memo={"question": request.question[:1000]},
         static_details=run_details(request),
     )
 

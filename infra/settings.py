@@ -274,3 +274,28 @@ def private_dir(path: Path) -> Path:
     except OSError:
         pass
     return path
+
+
+async def check_model_endpoint(settings: Settings, timeout: float = 3.0) -> None:
+    """ConfigError (one line, what to set) when OPENAI_BASE_URL is set but
+    nothing answers there; the default OpenAI endpoint is not probed."""
+    import asyncio
+
+    url = settings.openai_base_url
+    if not url:
+        return
+    parts = urlsplit(url)
+    host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        writer.close()
+    except (OSError, TimeoutError) as err:
+        reason = (
+            "nothing listens there"
+            if isinstance(err, ConnectionRefusedError)
+            else ("no answer" if isinstance(err, TimeoutError) else (err.strerror or type(err).__name__))
+        )
+        raise ConfigError(
+            f"the model endpoint OPENAI_BASE_URL={url} cannot be reached ({reason}): start the server, "
+            "or set OPENAI_BASE_URL to a running OpenAI-compatible endpoint"
+        ) from None

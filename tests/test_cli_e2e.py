@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from client.devserver import port_open, temporal_binary
+from client.devserver import free_port, port_open, temporal_binary
 from testkit.research_script import EXPECTED_SUM, FACT
 from testkit.worker_process import WorkerProcess
 
@@ -131,14 +131,16 @@ def test_run_command_reviews_at_the_terminal_and_saves_the_report(env, dev_serve
 
 
 def test_run_starts_the_embedded_server_when_none_is_reachable(env, data_dir):
-    if port_open("127.0.0.1", 7233):
-        pytest.fail("port 7233 is taken; this test needs it free to start the embedded dev server")
+    port, ui = free_port(), free_port()  # the machine's 7233 may be taken: the test does not need it
     local = {k: v for k, v in env.items() if k not in ("TEMPORAL_ADDRESS", "DEEPRESEARCH_TASK_QUEUE")}
+    local |= {"DEEPRESEARCH_DEV_SERVER_PORT": str(port), "DEEPRESEARCH_DEV_UI_PORT": str(ui)}
     out = cli(local, "run", "Hello!", "--id", "embedded-greeting", timeout=180)
     assert out.returncode == 0, out.stderr
     assert "research assistant" in out.stdout  # the coordinator's direct answer
+    assert f"started the embedded Temporal dev server at 127.0.0.1:{port}" in out.stdout
+    assert "The Temporal UI stopped with the embedded server" in out.stdout and "`deepresearch server`" in out.stdout
     assert (data_dir / "temporal.db").exists()
-    assert not port_open("127.0.0.1", 7233)  # the server was stopped again
+    assert not port_open("127.0.0.1", port)  # the server was stopped again
 
 
 async def test_watch_shows_events_from_before_a_worker_crash(env, temporal_client, tmp_path):

@@ -235,6 +235,7 @@ class DeepResearch:
             usage=s.usage,
             clarifications=s.clarifications,
             budget_exhausted=s.budget_exhausted,
+            finished_at=workflow.now().isoformat(timespec="seconds"),
         )
 
     def variables(self, **extra: object) -> dict:

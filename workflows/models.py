@@ -176,6 +176,7 @@ class ResearchResult(Model):
     usage: Usage = Field(default_factory=Usage)
     clarifications: list[Clarification] = Field(default_factory=list)
     budget_exhausted: bool = False
+    finished_at: str | None = None  # ISO 8601, when the run ended
 
 
 class StepStatus(Model):

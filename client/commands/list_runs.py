@@ -39,6 +39,10 @@ async def main(args: argparse.Namespace) -> int:
             state = f"STUCK: task failed {failing[run.id]}x"
         started = run.start_time.astimezone().strftime("%Y-%m-%d %H:%M:%S")
         title = run.typed_search_attributes.get(TITLE_ATTRIBUTE) or ""
+        question = await run.memo_value("question", default="") if run.workflow_type == WORKFLOW_TYPE else ""
+        if question:
+            question = " ".join(str(question).split())
+            title = f"{title}\n{question[:100]}" if title else question[:100]
         if run.workflow_type != WORKFLOW_TYPE:
             title = f"{run.workflow_type.lower()}"
         table.add_row(("  " if run.workflow_type != WORKFLOW_TYPE else "") + run.id, state, started, Text(title))

@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
-from client.devserver import DevServer, port_open
+from client import terminal_log
+from client.devserver import DevServer, free_port, port_open
 from client.display import make_console, print_report
 from client.export import render
 from client.interactive import follow_run
@@ -18,11 +20,19 @@ from client.runs import new_workflow_id, start_research
 from client.talk import exit_code, write_file
 from client.wording import usage_text
 from infra.process import cancel_on_sigterm
-from infra.settings import Settings, private_dir
+from infra.settings import Settings, check_model_endpoint, private_dir
 from infra.temporal import Connection, cli_name, connect
 
 DEV_SERVER_PORT = 7233
 DEV_UI_PORT = 8233
+
+
+def dev_ports() -> tuple[int, int]:
+    """The embedded dev server's gRPC and UI ports (DEEPRESEARCH_DEV_SERVER_PORT,
+    DEEPRESEARCH_DEV_UI_PORT; default 7233 and 8233, a free one if 8233 is taken)."""
+    port = int(os.environ.get("DEEPRESEARCH_DEV_SERVER_PORT") or DEV_SERVER_PORT)
+    ui = int(os.environ.get("DEEPRESEARCH_DEV_UI_PORT") or DEV_UI_PORT)
+    return port, ui if not port_open("127.0.0.1", ui) else free_port()
 
 
 @asynccontextmanager
@@ -57,33 +67,56 @@ def split_address(address: str) -> tuple[str, int]:
 
 
 async def main(args: argparse.Namespace) -> int:
+    if args.attach:
+        from client.commands import attach
+
+        args.workflow_id = args.attach
+        return await attach.main(args)
     request = research_input(args)
     conn = connection(args)
+    dev_port, ui_port = dev_ports()
+    if not conn.address_given:
+        conn = dataclasses.replace(conn, address=f"localhost:{dev_port}")
     host, port = split_address(conn.address)
     start_server = not conn.address_given and not port_open(host, port)
     with_worker = start_server if args.worker is None else args.worker
     settings = Settings.from_env() if with_worker else None
     if settings is not None:
         settings.check()
+        await check_model_endpoint(settings)  # a wrong OPENAI_BASE_URL fails now, not after retries
     console = make_console()
     private_dir(conn.data_dir)
+    log_file = terminal_log.setup(conn.data_dir)
+    server = None
     async with AsyncExitStack() as stack:
         stack.enter_context(cancel_on_sigterm())
         if start_server:
             server = DevServer(
                 db_file=conn.data_dir / "temporal.db",
                 port=port,
-                ui_port=DEV_UI_PORT,
+                ui_port=ui_port,
                 log_file=conn.data_dir / "temporal-server.log",
             )
-            console.print(f"starting the Temporal dev server (state in {server.db_file})", markup=False)
             stack.enter_context(server)
             conn = dataclasses.replace(conn, address=server.address)
-            console.print(f"Temporal UI: {server.ui_url}", markup=False)
+            console.print(
+                f"started the embedded Temporal dev server at {server.address} (state in {server.db_file}); "
+                f"Temporal UI: {server.ui_url}",
+                markup=False,
+            )
+        else:
+            console.print(f"using the Temporal server at {conn.address} (not started by this command)", markup=False)
         client = await connect(conn)
         worker = await stack.enter_async_context(in_process_worker(conn, settings)) if settings else None
+        if worker is None and not await has_pollers(client, conn):
+            console.print(
+                f"no worker polls task queue {conn.task_queue!r} on {conn.address}: start one with "
+                f"`{cli_name()} worker` in another terminal, or run again with --worker",
+                style="yellow",
+                markup=False,
+            )
         handle = await start_research(client, conn, request, args.id or new_workflow_id())
-        console.print(f"run {handle.id} started", markup=False)
+        console.print(f"run {handle.id} started; details in {log_file}", markup=False)
         try:
             result = await follow_run(client, handle, conn, console, worker)
         except asyncio.CancelledError:
@@ -97,4 +130,29 @@ async def main(args: argparse.Namespace) -> int:
     path = write_file(path, render(result, fmt))
     console.print(f"run {handle.id}: {result.status}; {usage_text(result.usage)}", markup=False)
     console.print(f"report saved to {path}", markup=False)
+    if server is not None:
+        console.print(
+            f"The Temporal UI stopped with the embedded server. To see this run there again: `{cli_name()} server` "
+            f"(same data), then open http://localhost:{DEV_UI_PORT}",
+            markup=False,
+        )
     return exit_code(result)
+
+
+async def has_pollers(client, conn: Connection) -> bool:
+    """Whether any worker polls the run's task queue on this server now."""
+    from temporalio.api.enums.v1 import TaskQueueType
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+    try:
+        described = await client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=conn.namespace,
+                task_queue=TaskQueue(name=conn.task_queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+        )
+    except Exception:  # noqa: BLE001 - no rights to ask: do not warn
+        return True
+    return bool(described.pollers)

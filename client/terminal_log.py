@@ -1,0 +1,62 @@
+"""What `run` shows on the terminal while a local worker and server work in
+the same process: one line per failed call ("chat failed (attempt 3 of 12):
+the model provider is unreachable at …; Temporal retries it"), the final
+reason once, and nothing else. Tracebacks, the SDK's own logs (its Rust core
+included) and everything at INFO go to ``<data dir>/logs/deepresearch.log``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from infra.settings import private_dir
+
+# How many attempts each activity gets (workflows/activity_calls.py).
+ATTEMPTS = {"chat": 12, "web_search": 3, "crawl": 3, "run_python": 2, "local_search": 3, "speak": 10}
+
+
+class OneLine(logging.Formatter):
+    """A failed activity as one line; anything else as its message."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        info = getattr(record, "temporal_activity", None)
+        if isinstance(info, dict) and record.exc_info and record.exc_info[1] is not None:
+            err = record.exc_info[1]
+            name, attempt = info.get("activity_type", "activity"), info.get("attempt", 1)
+            message = " ".join(str(getattr(err, "message", None) or err).split())[:300]
+            limit = ATTEMPTS.get(name)
+            if getattr(err, "non_retryable", False):
+                return f"{name} failed: {message}"
+            if limit and attempt >= limit:
+                return f"{name} failed (attempt {attempt} of {limit}, the last): {message}"
+            shown = f"{attempt} of {limit}" if limit else str(attempt)
+            return f"{name} failed (attempt {shown}): {message}; Temporal retries it"
+        return record.getMessage().splitlines()[0][:300]
+
+
+def setup(data_dir: Path) -> Path:
+    """Log to the data dir's log file; show only warnings, as one line each.
+    Returns the log file's path."""
+    from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
+
+    folder = private_dir(data_dir / "logs")
+    path = folder / "deepresearch.log"
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    to_file = logging.FileHandler(path, encoding="utf-8")
+    to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    to_screen = logging.StreamHandler()
+    to_screen.setLevel(logging.WARNING)
+    to_screen.setFormatter(OneLine())
+    to_screen.addFilter(lambda record: not record.name.startswith(("temporalio.core", "temporalio.worker")))
+    root.handlers[:] = [to_file, to_screen]
+    # The SDK's Rust core logs (connection retries and the like) into the file.
+    core = logging.getLogger("temporalio.core")
+    telemetry = TelemetryConfig(
+        logging=LoggingConfig(
+            filter=TelemetryFilter(core_level="WARN", other_level="ERROR"), forwarding=LogForwardingConfig(core)
+        )
+    )
+    Runtime.set_default(Runtime(telemetry=telemetry), error_if_already_set=False)
+    return path
