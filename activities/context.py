@@ -2,22 +2,40 @@
 
 Pure functions on OpenAI-style message dicts. The system prompt and the task
 (first user message) are always kept; long tool outputs are trimmed; then as
-many of the newest turns as fit are kept, newest first, with a note saying
-what was dropped. Token counts are estimated conservatively from characters.
+many of the newest turns as fit are kept, newest first; older turns keep what
+the model wrote without their tool outputs, or are dropped with a note saying
+so. Tokens are counted for the script of the text
+(``activities/tokens.py``), so Chinese or Hindi is not undercounted.
 """
 
 from __future__ import annotations
 
-CHARS_PER_TOKEN = 3  # conservative for English; CJK text is denser but shorter
+import json
+from functools import lru_cache
+
+from activities import tokens as _tokens
+
 MESSAGE_OVERHEAD = 8
 TRIM_NOTE = "\n…[trimmed to fit the context window]"
+OMITTED = "[This output was left out to fit the context window; call the tool again to see it.]"
+
+
+@lru_cache(maxsize=64)  # fitting a request counts the same messages again and again
+def text_tokens(text: str) -> int:
+    """Estimated tokens of a text."""
+    return _tokens.count(text)
+
+
+def tools_tokens(tools: list[dict]) -> int:
+    """Estimated tokens of the tool schemas sent with a request."""
+    return _tokens.count(json.dumps(tools, ensure_ascii=False)) if tools else 0
 
 
 def tokens(message: dict) -> int:
-    text = message.get("content") or ""
+    size = text_tokens(message.get("content") or "") + MESSAGE_OVERHEAD
     for call in message.get("tool_calls") or []:
-        text += call["function"]["name"] + call["function"]["arguments"]
-    return len(text) // CHARS_PER_TOKEN + MESSAGE_OVERHEAD
+        size += text_tokens(call["function"]["name"] + call["function"]["arguments"])
+    return size
 
 
 def total_tokens(messages: list[dict]) -> int:
@@ -25,11 +43,11 @@ def total_tokens(messages: list[dict]) -> int:
 
 
 def _trim(message: dict, max_tokens: int) -> dict:
-    content = message.get("content") or ""
-    limit = max(0, (max_tokens - MESSAGE_OVERHEAD) * CHARS_PER_TOKEN - len(TRIM_NOTE))
-    if len(content) <= limit + len(TRIM_NOTE):
+    if tokens(message) <= max_tokens:
         return message
-    return {**message, "content": content[:limit] + TRIM_NOTE}
+    content = message.get("content") or ""
+    room = max(0, max_tokens - MESSAGE_OVERHEAD - (tokens(message) - MESSAGE_OVERHEAD - text_tokens(content)))
+    return {**message, "content": _tokens.clip(content, max(0, room - text_tokens(TRIM_NOTE))) + TRIM_NOTE}
 
 
 def _turns(messages: list[dict]) -> list[list[dict]]:
@@ -60,15 +78,20 @@ def fit(messages: list[dict], budget: int) -> list[dict]:
         if total_tokens(head) > head_cap:
             head[i] = _trim(message, max(head_cap - total_tokens(head) + tokens(message), 64))
 
-    # 3. Keep the newest turns that fit, newest first.
+    # 3. Keep the newest turns that fit, newest first; an older turn that
+    #    does not fit keeps what the model wrote (its notes, its calls) and
+    #    loses its tool outputs before it is dropped whole.
     room = budget - total_tokens(head) - 32
     kept: list[list[dict]] = []
     turns = _turns(rest)
     for turn in reversed(turns):
         size = total_tokens(turn)
-        if size > room:
-            if kept:
+        if size > room and kept:
+            turn = [{**m, "content": OMITTED} if m["role"] == "tool" else m for m in turn]
+            size = total_tokens(turn)
+            if size > room:
                 break
+        elif size > room:
             # Not even the newest turn fits: shrink its tool outputs.
             share = max(room // max(len(turn), 1), 64)
             turn = [_trim(m, share) if m["role"] == "tool" else m for m in turn]
@@ -87,7 +110,7 @@ def fit(messages: list[dict], budget: int) -> list[dict]:
         excess = total_tokens(fitted) - budget
         new_size = max(tokens(fitted[largest]) - excess - 16, MESSAGE_OVERHEAD + 1)
         trimmed = _trim(fitted[largest], new_size)
-        if trimmed is fitted[largest]:
+        if trimmed is fitted[largest] or tokens(trimmed) >= tokens(fitted[largest]):
             break
         fitted[largest] = trimmed
     return fitted

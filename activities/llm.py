@@ -23,14 +23,14 @@ from openai import AsyncOpenAI
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import context, text_tools
+from activities import context, overflow, reading, text_tools
 from activities.heartbeat import heartbeating
 from activities.retry_after import retry_delay
 from infra.blobs import BlobStore
 from infra.settings import Settings
 from workflows.clean import clean_text
 from workflows.model_output import read_plan, read_podcast_script, repair_arguments, strip_think
-from workflows.models import Message, ModelReply, ModelRequest, ToolCall
+from workflows.models import READER_TOOLS, Message, ModelReply, ModelRequest, ToolCall
 
 
 @cache
@@ -58,6 +58,7 @@ def _tool_schemas() -> dict[str, dict]:
 
 
 MAX_RETRY_AFTER = timedelta(seconds=120)
+OVERFLOW_RETRIES = 3  # refits after the provider says the request exceeds its window
 
 
 def _retry_after(err: openai.APIStatusError) -> timedelta | None:
@@ -130,6 +131,8 @@ class ModelActivities:
         self.settings = settings
         self.blobs = blobs
         self.tools = _tool_schemas()
+        # Named in errors: the URL the user set, and the variable that sets it.
+        self.endpoint = f"{settings.openai_base_url or 'https://api.openai.com/v1'} (OPENAI_BASE_URL)"
         self.client = AsyncOpenAI(
             api_key=settings.openai_api_key or "not-needed",
             base_url=settings.openai_base_url,
@@ -137,8 +140,15 @@ class ModelActivities:
             timeout=settings.model_timeout,
         )
 
-    def _api_message(self, message: Message, blobs: dict[str, str]) -> dict[str, Any]:
-        content = message.content + (blobs[message.blob] if message.blob else "")
+    def _api_message(self, message: Message, blobs: dict[str, str], share: int, hints: str) -> dict[str, Any]:
+        content = message.content
+        if message.blob:
+            body = blobs[message.blob]
+            if message.role == "tool":  # long pages: what fits, where it is, how to read on
+                body = reading.view(
+                    body, share, source=message.source or "", part=message.part, query=message.query, hints=hints
+                )
+            content += body
         out: dict[str, Any] = {"role": message.role, "content": content}
         if message.tool_calls:
             out["tool_calls"] = [
@@ -149,18 +159,30 @@ class ModelActivities:
             out["tool_call_id"] = message.tool_call_id
         return out
 
-    async def build_request(self, request: ModelRequest) -> tuple[dict[str, Any], list[Message]]:
+    async def build_request(
+        self, request: ModelRequest, window: int | None = None
+    ) -> tuple[dict[str, Any], list[Message]]:
+        """The chat-completion arguments for ``request``, fitted to ``window``
+        tokens (default: the role's window, or what the run learned of it)."""
         earlier = json.loads(await self.blobs.get(request.history)) if request.history else []
         conversation = [Message.model_validate(m) for m in earlier] + request.messages
         refs = sorted({m.blob for m in conversation if m.blob})  # tool outputs, crawled pages
         blobs = dict(zip(refs, await asyncio.gather(*(self.blobs.get(ref) for ref in refs))))
-        role = "reasoning" if request.reasoning else request.role
-        window = self.settings.context_window_for(role)
+        role = role_key(request)
+        window = window or self.window(request)
         tools = [self.tools[name] for name in request.tools if name in self.tools] + request.extra_tools
         # Room for the answer and for the tool schemas, which count too.
-        budget = window - min(8_192, window // 4) - len(json.dumps(tools)) // context.CHARS_PER_TOKEN
+        budget = window - min(8_192, window // 4) - context.tools_tokens(tools)
         system = {"role": "system", "content": render_prompt(request.prompt, request.variables)}
-        messages = [system] + [self._api_message(m, blobs) for m in conversation]
+        share = budget // 4  # of the request, for one tool output
+        hints = _reading_hints(conversation)
+        messages = [system] + [self._api_message(m, blobs, share, hints) for m in conversation]
+        shown_in_part = any(
+            m.blob and len(out["content"]) < len(m.content) + len(blobs[m.blob])
+            for m, out in zip(conversation, messages[1:])
+        )
+        if not shown_in_part:  # the reading tools only when there is something to read on
+            tools = [t for t in tools if t["function"]["name"] not in READER_TOOLS]
         native = self.settings.tool_calling == "native"
         if not native:  # describe the tools in the prompt instead
             system["content"] += text_tools.instruction(tools, request.tool_choice == "auto") if tools else ""
@@ -170,6 +192,7 @@ class ModelActivities:
                 f"the request needs about {size:,} tokens; the context window leaves {budget:,}",
                 size,
                 budget,
+                window,
                 type="RequestTooLarge",
                 non_retryable=True,
             )
@@ -182,18 +205,54 @@ class ModelActivities:
             kwargs["response_format"] = {"type": "json_object"}
         return kwargs, conversation
 
+    def window(self, request: ModelRequest) -> int:
+        """The role's context window: configured (or by model name), or the
+        smaller one the run learned from the provider."""
+        configured = self.settings.context_window_for(role_key(request))
+        return min(configured, request.context_window or configured)
+
+    async def _complete(self, request: ModelRequest, headers: dict[str, str]) -> tuple[Any, list[Message], int | None]:
+        """One completion; a request the provider finds too long for its
+        context window is fitted again to the window it states (or a smaller
+        one) and sent again, up to ``OVERFLOW_RETRIES`` times. Returns the
+        response, the conversation and the window learned (None: as set)."""
+        window, learned = self.window(request), None
+        for attempt in range(OVERFLOW_RETRIES + 1):
+            kwargs, conversation = await self.build_request(request, window)
+            if headers:
+                kwargs["extra_headers"] = headers
+            try:
+                async with heartbeating():
+                    return await self.client.chat.completions.create(**kwargs), conversation, learned
+            except openai.APIStatusError as err:
+                said = f"{err} {json.dumps(err.body, default=str)}"
+                if not overflow.is_overflow(err.status_code, said):
+                    raise classify(err, self.settings.secrets, endpoint_hint=self.endpoint) from None
+                if attempt == OVERFLOW_RETRIES:
+                    raise ApplicationError(
+                        f"the model provider still finds the request too long for its context window after "
+                        f"fitting it to {window:,} tokens ({scrub(str(err.message), self.settings.secrets)}): "
+                        f"set DEEPRESEARCH_CONTEXT_WINDOW (or DEEPRESEARCH_CONTEXT_WINDOW_{role_key(request).upper()}) "
+                        "to the model's window",
+                        type="ModelRequestError",
+                        non_retryable=True,
+                    ) from None
+                sent = context.total_tokens(kwargs["messages"]) + context.tools_tokens(kwargs.get("tools") or [])
+                learned = window = overflow.smaller_window(window, said, sent)
+                if activity.in_activity():
+                    activity.logger.info("context window exceeded: fitting the request to %s tokens", window)
+            except openai.OpenAIError as err:
+                raise classify(err, self.settings.secrets, endpoint_hint=self.endpoint) from None
+        raise AssertionError("unreachable")
+
     @activity.defn(name="chat")
     async def chat(self, request: ModelRequest) -> ModelReply:
-        kwargs, conversation = await self.build_request(request)
+        headers = {}
         if activity.in_activity():
             # Lets the provider (and our tests) tie a request to its activity.
             info = activity.info()
-            kwargs["extra_headers"] = {"X-Client-Request-Id": f"{info.workflow_id}/{info.activity_id}"}
-        try:
-            async with heartbeating():
-                response = await self.client.chat.completions.create(**kwargs)
-        except openai.OpenAIError as err:
-            raise classify(err, self.settings.secrets) from None
+            headers = {"X-Client-Request-Id": f"{info.workflow_id}/{info.activity_id}"}
+        response, conversation, learned = await self._complete(request, headers)
         if not response.choices:
             raise ApplicationError("the model returned no choices", type="ModelUnavailable")
         message = response.choices[0].message
@@ -224,7 +283,28 @@ class ModelActivities:
             problem=problem,
             steps_cut=reading.cut if reading else [],
             podcast=script,
+            context_window=learned,
         )
+
+
+def _reading_hints(conversation: list[Message]) -> str:
+    """What a long page is read for: the task (the first user message) and the
+    queries the model searched with."""
+    task = next((m.content for m in conversation if m.role == "user"), "")
+    queries = []
+    for message in conversation:
+        for call in message.tool_calls:
+            if call.name in ("web_search", "local_search", "find_in_page"):
+                try:
+                    queries.append(str(json.loads(call.arguments).get("query") or ""))
+                except (ValueError, AttributeError):
+                    pass
+    return task[:4000] + "\n" + "\n".join(queries)
+
+
+def role_key(request: ModelRequest) -> str:
+    """The role whose model and window serve ``request``."""
+    return "reasoning" if request.reasoning else request.role
 
 
 def _count(usage: Any, name: str) -> int:

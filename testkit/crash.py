@@ -438,7 +438,7 @@ class RunOutcome:
         if FACT not in r.final_report:
             found.append("the crawled fact is not in the report")
         if COMPUTED not in r.final_report:
-            found.append("the computed value is not in the report")
+            found.append(f"the computed value is not in the report; the findings: {r.observations!r:.600}")
         found += [f"not made by any activity of the run: {x}" for x in self.unattributed]
         return found + [f"repeated: {x}" for x in self.repeats]
 

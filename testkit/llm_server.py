@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from testkit.http_base import Response, ScriptedServer, json_response
+from testkit.tokenizers import faithful_count
 
 ROLES = ("coordinator", "planner", "researcher", "coder", "analyst", "reporter", "editor", "podcast", "slides", "prose")
 
@@ -52,6 +53,12 @@ class ScriptedLLM(ScriptedServer):
         # Reject conversations a real provider rejects (a tool call without
         # its answer, an answer without its call), as OpenAI does with a 400.
         self.strict_conversation = True
+        # When set: reject any request whose prompt is larger (counted by
+        # ``prompt_tokens``), as a provider rejects what exceeds its window.
+        self.context_window: int | None = None
+        self.largest_prompt = 0  # the largest prompt received, in tokens
+        self.tokens_received = 0  # all prompts received, in tokens
+        self.rejected: list[tuple[str, int]] = []  # (role, tokens) of requests over the window
 
     @property
     def base_url(self) -> str:
@@ -72,6 +79,25 @@ class ScriptedLLM(ScriptedServer):
     def _reply(self, request: dict) -> Response:
         if self.strict_conversation and (problem := conversation_problem(request.get("messages") or [])):
             return self._error(400, problem, {})
+        size = prompt_tokens(request)
+        with self._lock:
+            self.largest_prompt = max(self.largest_prompt, size)
+            self.tokens_received += size
+        if self.context_window and size > self.context_window:
+            with self._lock:
+                self.rejected.append((role_of(request), size))
+            return json_response(
+                400,
+                {
+                    "error": {
+                        "message": f"This model's maximum context length is {self.context_window} tokens. "
+                        f"However, your messages resulted in {size} tokens. Please reduce the length of the messages.",
+                        "type": "invalid_request_error",
+                        "param": "messages",
+                        "code": "context_length_exceeded",
+                    }
+                },
+            )
         reply = self.handler(request)
         if isinstance(reply, str):
             reply = Reply(reply)
@@ -149,6 +175,19 @@ def _sse(completion: dict, request: dict) -> Iterator[bytes]:
     if (request.get("stream_options") or {}).get("include_usage"):
         yield (f"data: {json.dumps(head | {'choices': [], 'usage': completion['usage']})}\n\n").encode()
     yield b"data: [DONE]\n\n"
+
+
+def prompt_tokens(request: dict) -> int:
+    """The request's prompt in tokens as a provider counts it: messages, tool
+    calls and tool schemas by the least economical of the real tokenizers
+    (``testkit.tokenizers``), and 4 tokens per message for the chat template."""
+    total = 0
+    for message in request.get("messages") or []:
+        text = _text(message.get("content"))
+        for call in message.get("tool_calls") or []:
+            text += call["function"]["name"] + (call["function"].get("arguments") or "")
+        total += faithful_count(text) + 4
+    return total + faithful_count(json.dumps(request.get("tools") or [], ensure_ascii=False))
 
 
 def conversation_problem(messages: list[dict]) -> str | None:

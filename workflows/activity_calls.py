@@ -99,6 +99,17 @@ def failure_reason(err: BaseException) -> str:
     return str(getattr(cause, "message", None) or cause)
 
 
+def refused_window(err: ActivityError) -> int | None:
+    """The window a request was fitted to when the model activity refused it
+    as too large (``RequestTooLarge``: tokens, budget, window)."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError) and cause.type == "RequestTooLarge":
+        details = list(cause.details or ())
+        if len(details) == 3 and isinstance(details[2], int) and details[2] > 0:
+            return details[2]
+    return None
+
+
 EMPTY_REPLY = "Your reply was empty. Please answer now."
 MCP_AGENTS = ("researcher", "coder")  # the agents MCP servers can serve
 # Tool activities one run has in flight at most (the server allows 2,000 per
@@ -127,14 +138,29 @@ class ActivityCalls:
         self._mcp: dict[str, asyncio.Task[list[dict]]] = {}  # MCP tool schemas by agent
 
     async def chat(self, request: ModelRequest, where: str = "") -> ModelReply:
-        """A model call; ``where`` labels it in the Temporal UI (default: the role)."""
-        reply = await workflow.execute_activity(
-            "chat", request, result_type=ModelReply, summary=summary(where or request.role), **MODEL_CALL
-        )
+        """A model call; ``where`` labels it in the Temporal UI (default: the
+        role). A context window learned from the provider's refusal is used
+        for the rest of the run."""
+        role = "reasoning" if request.reasoning else request.role
+        if role in self.state.windows and request.context_window is None:
+            request = request.model_copy(update={"context_window": self.state.windows[role]})
+        try:
+            reply = await workflow.execute_activity(
+                "chat", request, result_type=ModelReply, summary=summary(where or request.role), **MODEL_CALL
+            )
+        except ActivityError as err:
+            if (window := refused_window(err)) is not None:
+                self._learn(role, window)
+            raise
+        if reply.context_window:
+            self._learn(role, reply.context_window)
         self.state.usage.llm_calls += 1
         self.state.usage.prompt_tokens += reply.prompt_tokens
         self.state.usage.completion_tokens += reply.completion_tokens
         return reply
+
+    def _learn(self, role: str, window: int) -> None:
+        self.state.windows[role] = min(window, self.state.windows.get(role, window))
 
     async def chat_said(self, request: ModelRequest, who: str, where: str = "") -> ModelReply:
         """A model call whose reply must say something (text or a tool call):
@@ -220,6 +246,24 @@ class ActivityCalls:
         self._crawling.pop(url, None)
         return result
 
+    def read(self, source: str, part: int | None = None, query: str | None = None) -> ToolResult:
+        """A part of a long page the run crawled (or of another long output,
+        by its blob reference), or its passages on a query. No activity: the
+        model activity shows what was asked from the blob store."""
+        page = self.state.crawled.get(source) or next(
+            (r for r in self.state.crawled.values() if r.blob and r.sources and r.sources[0].url == source), None
+        )
+        if page is not None and page.blob:
+            title = page.sources[0].title if page.sources else source
+            return ToolResult(
+                content=f"# {title}\nURL: {source}\n", blob=page.blob, part=part, query=query, source=source
+            )
+        if source in self.state.outputs:
+            return ToolResult(content="", blob=source, part=part, query=query, source=source)
+        if page is not None:
+            return ToolResult(error=True, content=f"Error: {source} could not be crawled, so there is nothing to read.")
+        return ToolResult(error=True, content=f"Error: {source} has not been crawled in this run: crawl it first.")
+
     async def run_python(self, request: CodeRequest, where: str = "") -> ToolResult:
         self.state.usage.code_runs += 1
         first_line = next((line for line in request.code.splitlines() if line.strip()), "").strip()
@@ -274,6 +318,8 @@ class ActivityCalls:
             return ToolResult(error=True, content=f"Error: {name} failed: {failure_reason(err)}")
         for source in result.sources:
             self.state.sources.setdefault(source.url, source)
+        if result.blob and result.source == result.blob:  # a long output the agent may read on
+            self.state.outputs.append(result.blob)
         return result
 
 

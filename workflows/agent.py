@@ -19,10 +19,14 @@ from workflows.activity_calls import ActivityCalls
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.model_output import read_arguments, text_argument
-    from workflows.models import CodeRequest, Message, ModelRequest, ToolCall, ToolResult
+    from workflows.models import READER_TOOLS, CodeRequest, Message, ModelRequest, ToolCall, ToolResult
     from workflows.state import AgentCheckpoint
 
-AGENT_TOOLS = {"researcher": ["web_search", "crawl"], "coder": ["run_python"], "analyst": []}
+AGENT_TOOLS = {
+    "researcher": ["web_search", "crawl", "read_page", "find_in_page"],
+    "coder": ["run_python", "read_page", "find_in_page"],
+    "analyst": [],
+}
 MCP_PREFIX = "mcp__"  # tool calls named mcp__<server>__<tool> go to mcp_call_tool
 MAX_CALLS_PER_TURN = 16  # more in one turn are answered with an error, not run
 MAX_CODE_CHARS = 100_000
@@ -97,9 +101,7 @@ async def run_agent(
             if not wanted or not (workflow.patched("answer-unknown-tools") or _known(wanted, allowed)):
                 return reply.content or "(no findings)"
             results = await _run_tools(calls, wanted, session, cells, allowed, role, where or role)
-            messages = [
-                Message(role="tool", tool_call_id=c.id, content=r.content, blob=r.blob) for c, r in zip(wanted, results)
-            ]
+            messages = [tool_message(c, r) for c, r in zip(wanted, results)]
         messages.append(Message(role="user", content=FINAL_TURN))
         reply = await calls.chat(
             ModelRequest(
@@ -124,6 +126,20 @@ def _should_pause() -> bool:
     """Pause between turns when the server suggests continue-as-new (a step
     with many tool calls per turn would otherwise outgrow the history)."""
     return workflow.info().is_continue_as_new_suggested() and workflow.patched("continue-inside-steps")
+
+
+def tool_message(call: ToolCall, result: ToolResult) -> Message:
+    """A tool's answer, for the conversation: long bodies by reference."""
+    source = result.source or (result.sources[0].url if result.blob and result.sources else None)
+    return Message(
+        role="tool",
+        tool_call_id=call.id,
+        content=result.content,
+        blob=result.blob,
+        part=result.part,
+        query=result.query,
+        source=source if result.blob else None,
+    )
 
 
 def _known(calls: list[ToolCall], names: list[str]) -> bool:
@@ -156,6 +172,7 @@ class ToolAction:
 
     tool: str  # "error", "mcp" or the tool's name
     argument: str = ""  # the error text, query, URL or code
+    detail: str = ""  # read_page: the part; find_in_page: the query
 
 
 ARGUMENT_OF = {"web_search": "query", "local_search": "query", "crawl": "url", "run_python": "code"}
@@ -174,6 +191,21 @@ def tool_action(call: ToolCall, names: list[str], position: int, limit: int) -> 
     args, problem = read_arguments(call.arguments)
     if problem:
         return ToolAction("error", f"{call.name} was not run: {problem}")
+    if call.name in READER_TOOLS:
+        url = text_argument(args, "url", 4_000)
+        if url is None:
+            return ToolAction("error", f"{call.name} needs the page's 'url'")
+        if call.name == "read_page":
+            part = args.get("part", 1)
+            if isinstance(part, str) and part.strip().isdigit():
+                part = int(part)
+            if isinstance(part, bool) or not isinstance(part, int) or part < 1:
+                return ToolAction("error", "read_page needs 'part', a whole number from 1")
+            return ToolAction("read_page", url.strip(), detail=str(min(part, 10_000)))
+        query = text_argument(args, "query", 1_000)
+        if query is None:
+            return ToolAction("error", "find_in_page needs a non-empty 'query'")
+        return ToolAction("find_in_page", url.strip(), detail=query)
     name = ARGUMENT_OF.get(call.name)
     if name is None:
         return ToolAction("error", f"{call.name} cannot be called here")
@@ -205,6 +237,12 @@ async def _run_tools(
             return ToolResult(error=True, content=f"Error: {action.argument}.")
         if action.tool == "mcp":
             return await calls.mcp_call(call, role, where)
+        if action.tool in READER_TOOLS:
+            return calls.read(
+                action.argument,
+                part=int(action.detail) if action.tool == "read_page" else None,
+                query=action.detail if action.tool == "find_in_page" else None,
+            )
         if action.tool == "web_search":
             return await calls.search(action.argument, where)
         if action.tool == "local_search":

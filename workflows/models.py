@@ -57,6 +57,11 @@ RunOutcome = Literal["completed", "answered_directly", "rejected", "plan_failed"
 class Step(Model):
     model_config = ConfigDict(populate_by_name=True, coerce_numbers_to_str=True)
 
+    # Part of the plan's contract: the planner is asked for it
+    # (prompts/planner.md), ``need_web_search`` is accepted for it, and stored
+    # plans carry it. The flow routes by ``step_type`` and never reads it
+    # (model_output only uses it to guess a missing step_type); kept so
+    # plans keep their shape in and out.
     need_search: bool = Field(default=True, validation_alias=AliasChoices("need_search", "need_web_search"))
     title: str
     description: str = ""
@@ -246,8 +251,14 @@ class Message(Model):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None
     # Long content (crawled pages, big outputs) lives in the blob store; the
-    # model activity appends it when it builds the request.
+    # model activity appends it when it builds the request: all of it if it
+    # fits its share of the window, else ``part`` of it, the passages matching
+    # ``query``, or its start and the passages relevant to the step
+    # (activities/reading.py). ``source`` names it (a URL or a blob reference).
     blob: str | None = None
+    part: int | None = None
+    query: str | None = None
+    source: str | None = None
 
 
 class ModelRequest(Model):
@@ -273,6 +284,9 @@ class ModelRequest(Model):
     # "refuse": fail with RequestTooLarge (details: tokens, budget) instead of
     # trimming a request that does not fit the context window.
     on_overflow: Literal["trim", "refuse"] = "trim"
+    # The role's context window as the run learned it from the provider
+    # (smaller than configured); None: as configured.
+    context_window: int | None = None
 
 
 class ModelReply(Model):
@@ -289,6 +303,9 @@ class ModelReply(Model):
     # With ``output="podcast"``: the script read from the reply (a dict in
     # the shape of ``PodcastScript``), or ``problem`` says why there is none.
     podcast: dict[str, Any] | None = None
+    # Set when the provider refused the request as longer than its context
+    # window: the window the request was fitted to in the end.
+    context_window: int | None = None
 
 
 # --- tools -------------------------------------------------------------------
@@ -331,6 +348,12 @@ class McpCallRequest(Model):
     agent: str | None = None  # when given, the server must serve this agent
 
 
+# Tools that read on in a long output the run already holds (a crawled page,
+# a long MCP result or code output): answered without an activity, the model
+# activity shows the part or passages asked for (activities/reading.py).
+READER_TOOLS = ("read_page", "find_in_page")
+
+
 class ToolResult(Model):
     """What every tool activity returns to an agent loop."""
 
@@ -339,6 +362,10 @@ class ToolResult(Model):
     sources: list[Citation] = Field(default_factory=list)
     error: bool = False
     cell: str | None = None  # run_python: the blob reference of the cell's code
+    # What of ``blob`` to show (see ``Message``): a part, or passages on a query.
+    part: int | None = None
+    query: str | None = None
+    source: str | None = None
 
 
 # --- side outputs: podcast, slides, prose ------------------------------------

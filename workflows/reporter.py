@@ -79,7 +79,7 @@ def _too_large(err: ActivityError) -> tuple[int, int] | None:
     """(tokens, budget) when the model activity refused an oversized request."""
     cause = err.cause
     if isinstance(cause, ApplicationError) and cause.type == "RequestTooLarge":
-        details = list(cause.details or ())
+        details = list(cause.details or ())[:2]  # (tokens, budget[, window])
         if len(details) == 2 and all(isinstance(d, int) and d > 0 for d in details):
             return details[0], details[1]
         return 2, 1

@@ -47,6 +47,8 @@ class RunState(Model):
     clarifications: list[Clarification] = Field(default_factory=list)  # the user's answers, word for word
     plan_version: int = 0  # counts the plans shown for review
     budget_exhausted: bool = False  # the token budget stopped the research
+    outputs: list[str] = Field(default_factory=list)  # blob refs of long tool outputs (MCP, code) to read on
+    windows: dict[str, int] = Field(default_factory=dict)  # context windows learned from the provider, by role
 
     @field_validator("sources", mode="before")
     @classmethod

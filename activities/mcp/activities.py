@@ -206,7 +206,8 @@ class McpActivities:
             text = text[:MAX_RESULT_CHARS] + f"\n[... cut: the result had {len(text):,} characters]"
         if len(text) > INLINE_CHARS and self.blobs is not None:
             header = f"Result of MCP tool {tool} (server {server}, {len(text):,} characters):\n"
-            return ToolResult(content=header, blob=await self.blobs.put(text), sources=sources)
+            ref = await self.blobs.put(text)  # shown in parts that fit the model's window (read_page)
+            return ToolResult(content=header, blob=ref, sources=sources, source=ref)
         if len(text) > 4 * INLINE_CHARS:  # no blob store: keep history small anyway
             text = text[: 4 * INLINE_CHARS] + f"\n[... cut: the result had {len(text):,} characters]"
         return ToolResult(content=text, sources=sources)

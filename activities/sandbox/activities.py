@@ -11,6 +11,8 @@ from activities.sandbox.base import Sandbox, SandboxRefused
 from infra.blobs import BlobStore
 from workflows.models import CodeRequest, ToolResult
 
+INLINE_CHARS = 4_000  # longer output goes to the blob store
+
 
 class SandboxActivities:
     """Temporal activities for the coder agent's ``run_python`` tool."""
@@ -42,6 +44,12 @@ class SandboxActivities:
             parts.append("[error]\n" + cell.error.rstrip("\n"))
         content = "\n".join(parts) or "(no output; print() the values you want to see)"
         ref = await self.blobs.put(request.code) if self.blobs is not None and cell.error is None else None
+        if len(content) > INLINE_CHARS and self.blobs is not None:
+            # Long output by reference: history stays small, and the model
+            # reads it in parts that fit its window (read_page).
+            output = await self.blobs.put(content)
+            header = f"Output of run_python ({len(content):,} characters):\n"
+            return ToolResult(content=header, blob=output, source=output, error=cell.error is not None, cell=ref)
         return ToolResult(content=content, error=cell.error is not None, cell=ref)
 
     @activity.defn(name="close_sandbox")

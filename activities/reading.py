@@ -1,0 +1,173 @@
+"""Reading long tool outputs through a small context window without losing
+anything.
+
+A page (or a long MCP result or code output) that does not fit its share of
+the request is shown as its start plus the passages most relevant to the
+step and the model's queries (BM25 over the page's passages), with where it
+is ("12 parts") and how to read on: ``read_page`` for a part,
+``find_in_page`` for the passages on a query. The whole text stays in the
+blob store; what is shown is decided here, when the model activity builds the
+request, for the window of the model that reads it.
+
+Pure functions; token counts from ``activities.tokens``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+from activities import tokens
+
+PASSAGE_TOKENS = 250  # a passage: about a paragraph
+_WORD = re.compile(r"[^\W_]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？]|\n")
+_STOP = frozenset(
+    "a an and are as at be by can do does for from how in is it its of on or that the their there these this to "
+    "was were what when where which who why will with about into than then your step research question findings "
+    "earlier steps".split()
+)
+
+
+def terms(text: str) -> list[str]:
+    """Search terms: lower-cased words without stop words; CJK text as
+    character bigrams (no spaces between its words)."""
+    found: list[str] = []
+    for word in _WORD.findall(text.lower()):
+        if _CJK.search(word):
+            chars = _CJK.findall(word)
+            found += [a + b for a, b in zip(chars, chars[1:])] or chars
+        elif word not in _STOP and len(word) > 1:
+            found.append(word)
+    return found
+
+
+def passages(text: str, max_tokens: int = PASSAGE_TOKENS) -> list[str]:
+    """The text in passages of at most ``max_tokens`` tokens: its paragraphs,
+    long ones cut at sentence or line ends where possible."""
+    out: list[str] = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        paragraph, start = paragraph.strip(), 0
+        while start < len(paragraph):
+            head = tokens.clip(paragraph[start:], max_tokens)
+            if start + len(head) < len(paragraph):
+                ends = [m.end() for m in _SENTENCE_END.finditer(head)]
+                cut = ends[-1] if ends and ends[-1] > len(head) // 3 else max(len(head), 1)
+                head = head[:cut]
+            if head.strip():
+                out.append(head.strip())
+            start += len(head)
+    return out
+
+
+def rank(chunks: list[str], query: str, k1: float = 1.2, b: float = 0.75) -> list[int]:
+    """Indexes of ``chunks`` by BM25 relevance to ``query``, best first (only
+    those that match at all)."""
+    wanted = set(terms(query))
+    if not wanted or not chunks:
+        return []
+    docs = [Counter(terms(chunk)) for chunk in chunks]
+    average = sum(sum(d.values()) for d in docs) / len(docs) or 1.0
+    frequency = Counter(term for d in docs for term in set(d) if term in wanted)
+    scores = []
+    for i, doc in enumerate(docs):
+        length = sum(doc.values()) or 1
+        score = 0.0
+        for term in wanted:
+            tf = doc.get(term, 0)
+            if tf:
+                idf = math.log(1 + (len(docs) - frequency[term] + 0.5) / (frequency[term] + 0.5))
+                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))
+        if score > 0:
+            scores.append((score, i))
+    return [i for _, i in sorted(scores, key=lambda s: (-s[0], s[1]))]
+
+
+class Page:
+    """A long text cut for a reader with ``share`` tokens: passages, and
+    parts of consecutive passages (the same cut for the same share, so part
+    numbers hold from one request to the next)."""
+
+    def __init__(self, text: str, share: int) -> None:
+        self.share = max(share, 200)
+        self.chunks = passages(text, max(40, min(PASSAGE_TOKENS, self.share // 5)))
+        self.cost = [tokens.count(chunk) + 2 for chunk in self.chunks]
+        self.parts = self._group(int(self.share * 0.8))
+
+    def _group(self, room: int) -> list[list[int]]:
+        groups: list[list[int]] = [[]]
+        size = 0
+        for i, cost in enumerate(self.cost):
+            if groups[-1] and size + cost > room:
+                groups.append([])
+                size = 0
+            groups[-1].append(i)
+            size += cost
+        return groups
+
+    def text(self, indexes: list[int], gap: str = "\n\n") -> str:
+        return gap.join(self.chunks[i] for i in indexes)
+
+    def best(self, ranked: list[int], room: int, skip: int = 0) -> list[int]:
+        """The best-ranked passages (from ``skip`` on) that fit ``room`` tokens,
+        in page order."""
+        chosen, used = [], 0
+        for i in ranked:
+            if i >= skip and used + self.cost[i] <= room:
+                chosen.append(i)
+                used += self.cost[i]
+        return sorted(chosen)
+
+
+def view(
+    text: str,
+    share: int,
+    *,
+    source: str = "",
+    part: int | None = None,
+    query: str | None = None,
+    hints: str = "",
+) -> str:
+    """What of ``text`` to show in ``share`` tokens: all of it if it fits;
+    else part ``part``; else the passages matching ``query``; else its start
+    and the passages matching ``hints`` (the step and the queries)."""
+    if part is None and query is None and tokens.count(text) <= max(share, 200):
+        return text
+    page = Page(text, share)
+    count = len(page.parts)
+    where = f" of {source}" if source else ""
+    how = f'read_page(url="{source}", part=N)' if source else "read_page(url=…, part=N)"
+    if part is not None:
+        number = min(max(part, 1), count)
+        more = f" Next: {how.replace('N', str(number + 1))}." if number < count else " This is the last part."
+        return f"[Part {number} of {count}{where}.{more}]\n\n{page.text(page.parts[number - 1])}"
+    if query is not None:
+        chosen = page.best(rank(page.chunks, query), page.share - 60)
+        if not chosen:
+            return f"[Nothing{where} matches {query!r}; its {count} parts can be read with {how}.]"
+        header = f"[Passages{where} matching {query!r}, in page order; {count} parts in all, read with {how}.]"
+        return f"{header}\n\n{page.text(chosen, gap=_GAP)}"
+    head, used = [], 0
+    for i, cost in enumerate(page.cost):  # the start: up to 40% of the share
+        if used + cost > page.share * 0.4 and head:
+            break
+        head.append(i)
+        used += cost
+    chosen = page.best(rank(page.chunks, hints), page.share - used - 80, skip=len(head))
+    find = f'find_in_page(url="{source}", query="…")' if source else "find_in_page(url=…, query=…)"
+    shown = f"[This{where} is long: {count} parts. Shown: its start, then the passages most relevant to your step."
+    shown += f" Read more with {how}, or search it with {find}.]\n\n{page.text(head)}"
+    if chosen:
+        shown += f"\n\n[… most relevant further passages, in page order …]\n\n{page.text(chosen, gap=_GAP)}"
+    return shown
+
+
+_GAP = "\n\n…\n\n"
+
+
+def parts(text: str, share: int) -> list[str]:
+    """The parts ``read_page`` gives of ``text`` for a reader with ``share`` tokens."""
+    page = Page(text, share)
+    return [page.text(group) for group in page.parts]
