@@ -1,6 +1,6 @@
 """Run the benchmarks:
 
-    python -m bench                 # all five (about 5 minutes)
+    python -m bench                 # all six (about 6 minutes)
     python -m bench --only 1,4      # a selection
     python -m bench --quick         # fewer repetitions
 
@@ -21,7 +21,15 @@ import sys
 import time
 from pathlib import Path
 
-from bench.benchmarks import bench_cli, bench_concurrent, bench_history, bench_overhead, bench_parallel
+from bench.benchmarks import (
+    TOKENS_BASELINE,
+    bench_cli,
+    bench_concurrent,
+    bench_history,
+    bench_overhead,
+    bench_parallel,
+    bench_tokens,
+)
 from bench.harness import BenchEnv
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -31,16 +39,20 @@ TITLES = {
     "3": "concurrent runs on one worker",
     "4": "history size",
     "5": "command-line response time",
+    "6": "tokens sent per canonical run",
 }
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Benchmarks of the research workflow.")
-    parser.add_argument("--only", default="1,2,3,4,5", help="comma-separated benchmark numbers (default: all)")
+    parser.add_argument("--only", default="1,2,3,4,5,6", help="comma-separated benchmark numbers (default: all)")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--runs", type=int, help="repetitions per mode for benchmarks 1 and 2")
     parser.add_argument("--cli-repeats", type=int, help="timed runs of each command in benchmark 5 (default 7)")
     parser.add_argument("--concurrent", type=int, default=50, help="runs started at once in benchmark 3")
+    parser.add_argument(
+        "--baseline", default=TOKENS_BASELINE, help=f"commit benchmark 6 compares with (default {TOKENS_BASELINE})"
+    )
     parser.add_argument("--output", type=Path, default=RESULTS / "latest.json", help="JSON file to write")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (server db, logs, blobs)")
     parser.add_argument(
@@ -52,7 +64,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args.only = sorted({part.strip() for part in args.only.split(",") if part.strip()})
     unknown = [n for n in args.only if n not in TITLES]
     if unknown:
-        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from 1, 2, 3, 4, 5")
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; choose from {', '.join(TITLES)}")
     return args
 
 
@@ -76,6 +88,8 @@ async def run(args: argparse.Namespace) -> dict:
                 out = await bench_concurrent(env, args.concurrent)
             elif number == "5":
                 out = await bench_cli(env, repeats5)
+            elif number == "6":
+                out = await bench_tokens(env, args.baseline)
             else:
                 out = await bench_history(env)
             out["seconds"] = round(time.perf_counter() - begin, 1)

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.harness import BenchEnv, Latency, RunRecord
+from bench.harness import REPO, BenchEnv, Latency, RunRecord
 from bench.history import activity_spans, body_by_kind, gap_breakdown, percentile, server_duration, sizes
 from bench.script import LOOP_PAGES, RESEARCH_STEPS, canonical_fact, loop_fact
 from workflows.models import RunStatus
@@ -329,6 +329,49 @@ async def bench_history(env: BenchEnv) -> dict:
         _row("loop: page facts in the report", f"{LOOP_PAGES - len(missing)}/{LOOP_PAGES}", "", "20/20", not missing),
     ]
     return {"rows": rows, "details": details}
+
+
+# --- tokens sent ------------------------------------------------------------------
+
+# The last commit before the work on reading long pages, counting tokens by
+# script and refitting on a provider's overflow (bench/README.md).
+TOKENS_BASELINE = "7e294e9"
+
+
+async def bench_tokens(env: BenchEnv, baseline: str = TOKENS_BASELINE) -> dict:
+    """6. Tokens sent to the model by the canonical run: this checkout's worker
+    and a baseline commit's worker (a git worktree), one after the other on
+    the same scripted servers, counted as a provider would (the largest count
+    of cl100k and Qwen, testkit/tokenizers.py)."""
+    tree = env.root / "baseline"
+    git = ["git", "-C", str(REPO)]
+    subprocess.run([*git, "worktree", "add", "--detach", str(tree), baseline], check=True, capture_output=True)
+    measured: dict[str, dict] = {}
+    try:
+        env.canonical(Latency())
+        for name, checkout in (("baseline", tree), ("this checkout", REPO)):
+            async with env.worker_process(f"b6-{len(measured)}", checkout=checkout):
+                tokens_before, calls_before = env.llm.tokens_received, len(env.llm.requests)
+                result = await env.run_plain(f"b6-{len(measured)}")
+                report = result.get("final_report") or ""
+                missing = [s for s in range(1, RESEARCH_STEPS + 1) if canonical_fact(s) not in report]
+                if result.get("status") != "completed" or missing or "ALDOUS_MEAN=1074.0" not in report:
+                    raise AssertionError(f"{name}: the canonical run did not do its work ({result.get('status')})")
+                measured[name] = {
+                    "prompt_tokens": env.llm.tokens_received - tokens_before,
+                    "model_calls": len(env.llm.requests) - calls_before,
+                    "usage": result.get("usage"),
+                }
+    finally:
+        subprocess.run([*git, "worktree", "remove", "--force", str(tree)], capture_output=True)
+    before, after = measured["baseline"]["prompt_tokens"], measured["this checkout"]["prompt_tokens"]
+    ratio = after / before
+    rows = [
+        _row(f"prompt tokens per canonical run, baseline {baseline}", before, "tokens"),
+        _row("prompt tokens per canonical run, this checkout", after, "tokens"),
+        _row("this checkout / baseline", ratio, "", "<= 1.05", ratio <= 1.05),
+    ]
+    return {"rows": rows, "details": {"baseline": baseline, **measured}}
 
 
 # --- the command line ------------------------------------------------------------

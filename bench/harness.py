@@ -163,15 +163,21 @@ class BenchEnv:
 
     @contextlib.asynccontextmanager
     async def worker_process(
-        self, task_queue: str, max_concurrent_activities: int = 300, module: str = "bench.worker_proc"
+        self,
+        task_queue: str,
+        max_concurrent_activities: int = 300,
+        module: str = "bench.worker_proc",
+        checkout: Path = REPO,
     ):
         """``python -m bench.worker_proc`` in its own process; yields its pid.
-        (``module``: another entry point with the same protocol, for experiments.)"""
+        (``module``: another entry point with the same protocol, for
+        experiments; ``checkout``: another checkout's code, e.g. a baseline
+        commit's git worktree: its packages come first on the path.)"""
         env = self.env(task_queue) | {"BENCH_MAX_ACTIVITIES": str(max_concurrent_activities)}
         log = open(self.root / f"worker-{task_queue}.log", "wb")
         proc = subprocess.Popen(
             [sys.executable, "-m", module],
-            cwd=REPO,
+            cwd=checkout,
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -208,6 +214,22 @@ class BenchEnv:
         )
         workflow_id = f"bench-{uuid.uuid4().hex[:10]}"
         return await start_research(self.client, self.conn(task_queue), request, workflow_id)
+
+    async def run_plain(self, task_queue: str) -> dict:
+        """The canonical run started with plain JSON input that any version of
+        the workflow reads (no fields added since), its result as JSON."""
+        assert self.client is not None
+        request = {
+            "question": "How has the Aldous index developed?",
+            "enable_background_investigation": False,
+            "parallel_research": True,
+            "max_step_num": 4,
+            "auto_accept_plan": True,
+        }
+        handle = await self.client.start_workflow(
+            "DeepResearch", request, id=f"bench-{uuid.uuid4().hex[:10]}", task_queue=task_queue, result_type=dict
+        )
+        return await handle.result()
 
     async def run(self, task_queue: str, *, parallel: bool = True, **options) -> RunRecord:
         begin = time.perf_counter()
