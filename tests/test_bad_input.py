@@ -151,6 +151,28 @@ def test_cli_start_refuses_invalid_settings_with_one_error_line(args, mentions, 
 
 
 @pytest.mark.parametrize(
+    "command, hours",
+    [("start", "3e10"), ("start", "1e300"), ("start", "inf"), ("start", "nan"), ("run", "1e300"), ("run", "inf")],
+)
+def test_24_an_impossible_review_timeout_is_refused_with_one_line(command, hours, worker_env, tmp_path):
+    """Before: 3e10 and 1e300 were accepted and the run hung at review
+    ("Python int too large to convert to C int"); inf meant no timeout."""
+    env = worker_env | {"DEEPRESEARCH_DATA_DIR": str(tmp_path / "fresh")}
+    done = subprocess.run(
+        [str(CLI), command, QUESTION, "--auto-accept", f"--review-timeout={hours}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1 and done.stdout == "", done.stdout  # nothing started, no server, no worker
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("error: invalid run options: --review-timeout: ")
+    assert "finite" in done.stderr if hours in ("inf", "nan") else "87840" in done.stderr
+    assert not (tmp_path / "fresh").exists()
+
+
+@pytest.mark.parametrize(
     "raw, field",
     [
         ({"question": ""}, "question"),

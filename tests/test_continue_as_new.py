@@ -5,13 +5,18 @@ is told to suggest it after a few events."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import re
+
 import pytest
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from client.devserver import DevServer
 from infra.settings import Settings
 from infra.temporal import Connection, connect
-from testkit.research_script import EXPECTED_SUM, FACT
+from testkit.llm_server import Reply, tool_messages
+from testkit.research_script import CODE, EXPECTED_SUM, FACT
 from testkit.runs import keep_history, start
 from worker import build_worker
 from workflows.models import ProgressEvent
@@ -91,3 +96,107 @@ async def test_long_plan_continues_as_new_between_steps(eager_server, data_dir, 
     assert len(llm.calls("researcher")) == 3  # search, crawl, answer
     assert [s.execution_res is not None for s in result.plan.steps] == [True, True]
     assert result.usage.llm_calls == len(llm.requests) and result.usage.crawls == 1
+
+
+SEARCH_TURNS, SEARCHES_PER_TURN, CODE_TURNS, CELLS_PER_TURN = 3, 8, 3, 3
+FIRST_CELL = "import random\ntoken = random.random()\nlog = []\nprint(f'TOKEN={token}')"
+
+
+def turns_done(request: dict) -> int:
+    return sum(1 for m in request["messages"] if m["role"] == "assistant" and m.get("tool_calls"))
+
+
+async def runs_of(client, workflow_id: str, first_run: str) -> list:
+    """The histories of a run and every run it continued as, in order."""
+    histories, run_id = [], first_run
+    while run_id:
+        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+        histories.append(history)
+        last = history.events[-1]
+        run_id = (
+            last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+            if last.HasField("workflow_execution_continued_as_new_event_attributes")
+            else None
+        )
+    return histories
+
+
+def chat_roles(history) -> list[str]:
+    """The roles of the model calls a run scheduled, in order."""
+    return [
+        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)["role"]
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "chat"
+    ]
+
+
+def scheduled(histories, name: str) -> int:
+    return sum(
+        e.HasField("activity_task_scheduled_event_attributes")
+        and e.activity_task_scheduled_event_attributes.activity_type.name == name
+        for h in histories
+        for e in h.events
+    )
+
+
+async def test_a_long_step_continues_as_new_between_its_turns(
+    eager_server, data_dir, worker_env, task_queue, llm, script, tavily
+):
+    """Issue 15, item 4: a researcher with 8 searches a turn and a coder with
+    3 cells a turn outgrow the history inside their steps. Each pauses between
+    two turns, the run continues as new, and the step goes on where it stopped
+    (conversation, turn count, the coder's live sandbox session)."""
+    normal_researcher = script.researcher
+
+    def researcher(request):
+        turn = turns_done(request)
+        if turn < SEARCH_TURNS:
+            return Reply(
+                tool_calls=[("web_search", {"query": f"lighthouse {turn}-{i}"}) for i in range(SEARCHES_PER_TURN)]
+            )
+        return normal_researcher(request)  # crawls the page found, then reports its fact
+
+    def coder(request):
+        turn = turns_done(request)
+        if turn < CODE_TURNS:
+            cells = [f"log.append('{turn}-{i}')" for i in range(CELLS_PER_TURN)]
+            return Reply(tool_calls=[("run_python", {"code": c}) for c in ([FIRST_CELL] if turn == 0 else []) + cells])
+        if turn == CODE_TURNS:
+            return Reply(tool_calls=[("run_python", {"code": "print(f'TOKEN={token} LOG=' + ','.join(log))\n" + CODE})])
+        return "Computed with Python:\n" + "\n".join(m.get("content") or "" for m in tool_messages(request))
+
+    script.researcher, script.coder = researcher, coder
+    client = await connect(Connection(address=eager_server.address, data_dir=data_dir))
+    worker, sandbox = build_worker(client, Settings.from_env(worker_env), task_queue, max_cached_workflows=0)
+    async with worker:
+        handle = await start(client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True)
+        first_run = handle.result_run_id
+        async with asyncio.timeout(120):
+            result = await handle.result()
+        histories = await runs_of(client, handle.id, first_run)
+        await keep_history(client.get_workflow_handle(handle.id, run_id=first_run), "continued_inside_steps")
+    await sandbox.close_all()
+
+    assert result.status == "completed"
+    assert FACT in result.final_report and f"SUM_OF_SQUARES={EXPECTED_SUM}" in result.final_report
+    # Both steps were split: a run ended in the middle of each, the next one went on with it.
+    roles = [chat_roles(h) for h in histories]
+    assert len(histories) > 2 and len(llm.calls("coordinator")) == 1 and len(llm.calls("planner")) == 1
+    for role in ("researcher", "coder"):
+        assert any(a and b and a[-1] == b[0] == role for a, b in zip(roles, roles[1:])), roles
+    # No model call twice: each turn asked once, each with one more turn of conversation.
+    for role, turns in (("researcher", SEARCH_TURNS + 2), ("coder", CODE_TURNS + 2)):
+        assert [turns_done(r) for r in llm.calls(role)] == list(range(turns)), role
+    # No tool call twice: every search once, every cell once, in one session that lived throughout.
+    queries = [r["query"] for r in tavily.requests if r["query"].startswith("lighthouse ")]
+    assert sorted(queries) == sorted(
+        f"lighthouse {t}-{i}" for t in range(SEARCH_TURNS) for i in range(SEARCHES_PER_TURN)
+    )
+    assert scheduled(histories, "web_search") == 1 + SEARCH_TURNS * SEARCHES_PER_TURN  # and the background search
+    assert scheduled(histories, "run_python") == 1 + CODE_TURNS * CELLS_PER_TURN + 1
+    first_token = re.search(r"TOKEN=(\S+)", tool_messages(llm.calls("coder")[1])[0]["content"])
+    log = ",".join(f"{t}-{i}" for t in range(CODE_TURNS) for i in range(CELLS_PER_TURN))
+    # The same random token: the session was never rebuilt by replaying its cells.
+    assert f"TOKEN={first_token.group(1)} LOG={log}" in result.final_report
+    assert scheduled(histories, "close_sandbox") == 1

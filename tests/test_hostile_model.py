@@ -7,7 +7,12 @@ clear failure) and never wedges. The numbers are those of the issue
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
@@ -15,6 +20,7 @@ from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from testkit.llm_server import Reply, has_tool_result, tool_messages
 from testkit.research_script import CODE, EXPECTED_SUM, FACT
 from testkit.runs import start, wait_for_phase
+from workflows.activity_calls import MAX_TOOLS_IN_FLIGHT
 from workflows.models import RunStatus
 
 QUESTION = "Tell me about Lantern Rock"
@@ -167,6 +173,85 @@ async def test_two_thousand_tool_calls_in_one_turn_run_only_a_bounded_number(
     assert len(replies) == 2100  # every call answered, exactly once
     assert sum(r.startswith("Error: only the first") for r in replies) == 2100 - 16
     assert len(tavily.requests) <= 16 + 2  # the bounded calls, the background search, the normal search
+
+
+TOOL_ACTIVITIES = {"web_search", "local_search", "crawl", "run_python", "mcp_call_tool"}
+
+
+def most_tools_pending(history) -> int:
+    """The most tool activities scheduled and not yet closed at any point of a history."""
+    names, pending, most = {}, set(), 0
+    for e in history.events:
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            names[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
+            if names[e.event_id] in TOOL_ACTIVITIES:
+                pending.add(e.event_id)
+                most = max(most, len(pending))
+        for closed in ("completed", "failed", "timed_out", "canceled"):
+            attributes = f"activity_task_{closed}_event_attributes"
+            if e.HasField(attributes):
+                pending.discard(getattr(e, attributes).scheduled_event_id)
+    return most
+
+
+def researchers_answered(history, steps: int) -> bool:
+    """Whether the workflow has acted on the first reply of each of ``steps``
+    researchers (a workflow task completed after the last of them)."""
+    chats, answered, acted = {}, 0, False
+    for e in history.events:
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            attributes = e.activity_task_scheduled_event_attributes
+            if attributes.activity_type.name == "chat":
+                chats[e.event_id] = json.loads(attributes.input.payloads[0].data)["role"]
+        elif e.HasField("activity_task_completed_event_attributes"):
+            if chats.get(e.activity_task_completed_event_attributes.scheduled_event_id) == "researcher":
+                answered, acted = answered + 1, False
+        elif e.HasField("workflow_task_completed_event_attributes"):
+            acted = True
+    return answered >= steps and acted
+
+
+async def test_parallel_steps_keep_the_tool_activities_in_flight_bounded(
+    temporal_client, task_queue, worker, llm, script, tavily
+):
+    """Four research steps side by side, each asking 16 searches in its first
+    turn: 64 wanted at once, at most MAX_TOOLS_IN_FLIGHT pending. The searches
+    are held until the workflow has acted on all four turns, so without the
+    bound all 64 would be pending."""
+    steps = [f"Research angle {n}" for n in range(4)]
+    script.steps = [(title, "research") for title in steps]
+    normal, search, released = script.researcher, tavily.handler, threading.Event()
+
+    def researcher(request):
+        if not tool_messages(request):
+            step = next(t for t in steps if t in request["messages"][1]["content"])
+            return Reply(tool_calls=[("web_search", {"query": f"{step} {i}"}) for i in range(16)])
+        return normal(request)
+
+    def held(query, max_results):
+        if query.startswith("Research angle"):
+            released.wait(30)
+        return search(query, max_results)
+
+    script.researcher, tavily.handler = researcher, held
+    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True, max_step_num=4)
+    try:
+        async with asyncio.timeout(RUN_TIMEOUT):
+            while not researchers_answered(await handle.fetch_history(), len(steps)):
+                await asyncio.sleep(0.2)
+    finally:
+        released.set()
+    result = await finish(handle)
+    assert result.status == "completed" and FACT in result.final_report
+    assert most_tools_pending(await handle.fetch_history()) == MAX_TOOLS_IN_FLIGHT
+    assert sorted(r["query"] for r in tavily.requests if r["query"].startswith("Research angle")) == sorted(
+        f"{step} {i}" for step in steps for i in range(16)
+    )  # every search ran, once
+    assert [len(answers(r)) for r in llm.calls("researcher") if turns_of(r) == 1] == [16] * len(steps)
+
+
+def turns_of(request: dict) -> int:
+    return sum(1 for m in request["messages"] if m["role"] == "assistant" and m.get("tool_calls"))
 
 
 # --- 5. deep nesting -------------------------------------------------------------------------
@@ -343,7 +428,9 @@ async def test_a_second_argument_of_the_wrong_shape_fails_the_run_clearly(tempor
 # --- 25. a review names the plan it approves ----------------------------------------------------------
 
 
-async def test_a_review_of_a_plan_that_changed_is_rejected(temporal_client, task_queue, worker, llm, script):
+async def test_a_review_of_a_plan_that_changed_is_rejected(
+    temporal_client, task_queue, worker, worker_env, llm, script
+):
     handle = await start(temporal_client, task_queue, QUESTION)
     seen = await wait_for_phase(handle, "awaiting_review")
     assert seen.plan_version == 1
@@ -352,6 +439,13 @@ async def test_a_review_of_a_plan_that_changed_is_rejected(temporal_client, task
     with pytest.raises(WorkflowUpdateFailedError) as stale:  # the other reviewer still saw version 1
         await handle.execute_update("submit_review", args=["[ACCEPTED]", 1], result_type=str)
     assert "version 1" in str(stale.value.cause) and "version 2" in str(stale.value.cause)
+    # The command line: status shows the version and hints the review that names it; a stale one is refused.
+    cli = [str(Path(sys.executable).parent / "deepresearch")]
+    run = functools.partial(subprocess.run, env=worker_env, capture_output=True, text=True, timeout=60)
+    shown = await asyncio.to_thread(run, [*cli, "status", handle.id])  # the worker answers in this event loop
+    assert "plan version 2" in shown.stdout and f"review {handle.id} --plan-version 2 --accept" in shown.stdout
+    refused = await asyncio.to_thread(run, [*cli, "review", handle.id, "--plan-version", "1", "--accept"])
+    assert refused.returncode == 1 and "version 2" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
     assert await handle.execute_update("submit_review", args=["[ACCEPTED]", 2], result_type=str) == "plan accepted"
     result = await finish(handle)
     assert result.status == "completed" and any(s.title.startswith("Edited") for s in result.plan.steps)

@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
+import signal
 import stat
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
+import pytest
+
 from client.commands.gc import touch
+from client.devserver import free_port
 from infra.settings import private_dir
 from testkit.llm_server import Reply, tool_messages
 from testkit.runs import start
@@ -30,6 +39,72 @@ def test_20_the_data_dir_is_private(tmp_path):
     folder.mkdir(mode=0o755)
     assert stat.S_IMODE(private_dir(folder).stat().st_mode) == 0o700
     assert stat.S_IMODE(private_dir(tmp_path / "new" / "data").stat().st_mode) == 0o700
+
+
+NOBODY = 65534
+
+
+def readable_by_nobody(path: Path) -> bool:
+    return subprocess.run(["cat", str(path)], user=NOBODY, capture_output=True, timeout=10).returncode == 0
+
+
+@pytest.fixture
+def open_folder():
+    """A folder anyone may enter (unlike pytest's tmp_path), so only the data
+    dir's own mode can keep others out."""
+    if os.geteuid() != 0:
+        pytest.skip("reading as another user needs root")
+    folder = Path(tempfile.mkdtemp(prefix="open-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder)
+
+
+def test_20_after_a_real_run_the_data_dir_is_private(worker_env, script, open_folder):
+    """`run` creates the data dir (embedded server, in-process worker): with
+    the usual umask, nobody else can read the database or the reports."""
+    data = open_folder / "data"
+    env = {k: v for k, v in worker_env.items() if k not in ("TEMPORAL_ADDRESS", "DEEPRESEARCH_TASK_QUEUE")}
+    env |= {
+        "DEEPRESEARCH_DATA_DIR": str(data),
+        "DEEPRESEARCH_DEV_SERVER_PORT": str(free_port()),
+        "DEEPRESEARCH_DEV_UI_PORT": str(free_port()),
+    }
+    done = subprocess.run(
+        [str(CLI), "run", "Hello!", "--id", "private-run"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        umask=0o022,
+    )
+    assert done.returncode == 0, done.stderr
+    database, report = data / "temporal.db", data / "reports" / "private-run.md"
+    assert database.exists() and "research assistant" in report.read_text()
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    (open_folder / "control.txt").write_text("anyone may read this")
+    (open_folder / "control.txt").chmod(0o644)
+    assert readable_by_nobody(open_folder / "control.txt")  # the test can tell
+    assert not readable_by_nobody(database) and not readable_by_nobody(report)
+
+
+def test_20_a_worker_creates_the_data_dir_private(worker_env, open_folder):
+    data = open_folder / "data"
+    worker = subprocess.Popen(
+        [str(CLI), "worker"],
+        env=worker_env | {"DEEPRESEARCH_DATA_DIR": str(data)},
+        umask=0o022,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not data.exists() and worker.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(30)
 
 
 async def test_19_a_long_code_session_sends_its_cells_by_reference(temporal_client, task_queue, worker, llm, script):

@@ -9,6 +9,7 @@ import shutil
 import tempfile
 import time
 import uuid
+from contextlib import suppress
 
 import pytest
 from temporalio.testing import ActivityEnvironment
@@ -365,3 +366,161 @@ async def test_nothing_started_by_a_cell_outlives_its_session(sandbox):
         p for p in os.listdir("/proc") if p.isdigit() and marker.encode() in open(f"/proc/{p}/cmdline", "rb").read()
     ]
     assert alive == []
+
+
+# --- limits for the session as a whole (issue 15, item 18) ---------------------------
+
+HOLD = "import sys, time\nb = b'x' * ({mb} << 20)\nprint('holding', flush=True)\ntime.sleep(60)"
+CHILDREN = """
+import subprocess, sys
+children = []
+for _ in range(3):
+    child = subprocess.Popen([sys.executable, '-c', {hold!r}], stdout=subprocess.PIPE)
+    child.stdout.readline()  # 'holding', or nothing when it was killed
+    children.append(child)
+held = 0
+for child in children:
+    try:
+        child.wait(0.5)
+    except subprocess.TimeoutExpired:
+        held += 1
+print('held', held, 'killed', sum(c.returncode == -9 for c in children))
+"""
+
+
+async def test_children_together_meet_the_session_s_memory_limit():
+    """Three children of 120 MB each fit the per-process limit (200 MB), not
+    the session's: before, they held 360 MB against a 200 MB limit."""
+    box = LocalSandbox(memory_mb=200)
+    try:
+        if (await box.isolation()).cgroup is None:
+            pytest.skip("no writable memory cgroup here: the limit is per process (the sandbox warned)")
+        result = await box.run("s", CHILDREN.format(hold=HOLD.format(mb=120)))
+        assert result.error is None, result
+        held, killed = int(result.stdout.split()[1]), int(result.stdout.split()[3])
+        assert held <= 1 and held + killed == 3, result.stdout  # the out-of-memory killer ended the others
+        assert (await box.run("s", "print('alive')", [])).stdout == "alive\n"
+    finally:
+        await box.close_all()
+
+
+FILL = """
+import os
+written = 0
+try:
+    for n in range(8):
+        with open(f'part{n}.bin', 'wb') as f:
+            for _ in range(8):
+                f.write(b'x' * (1 << 20))
+                written += 1
+                f.flush()
+                os.fsync(f.fileno())
+except OSError as e:
+    print('refused', type(e).__name__, e.errno)
+print('written', written)
+"""
+
+
+async def test_writing_more_than_the_disk_quota_fails():
+    """Eight files of 8 MB (each within the 64 MB file limit) against a
+    16 MB quota: the session's directory is a tmpfs of that size."""
+    box = LocalSandbox(disk_mb=16)
+    try:
+        if not (await box.isolation()).private_tmp:
+            pytest.skip("no private mounts here: the quota is checked after each cell (tested below)")
+        result = await box.run("s", FILL)
+        assert result.error is None, result
+        lines = result.stdout.splitlines()
+        assert lines[0] == "refused OSError 28", lines  # ENOSPC
+        assert int(lines[1].split()[1]) <= 16
+        # The session lives on, and can free its space.
+        code = "import glob, os\nfor p in glob.glob('part*'): os.remove(p)\nprint('freed')"
+        assert (await box.run("s", code, [FILL])).stdout == "freed\n"
+    finally:
+        await box.close_all()
+
+
+async def test_without_private_mounts_a_session_over_its_quota_is_stopped():
+    box = LocalSandbox(disk_mb=16, unshare="/nonexistent/unshare", allow_unisolated=True)
+    try:
+        cwd = (await box.run("s", "import os; print(os.getcwd())")).stdout.strip()
+        result = await box.run("s", FILL, ["import os; print(os.getcwd())"])
+        assert "wrote more than 16 MB to its directory and was stopped" in result.error, result
+        assert not os.path.exists(cwd)  # its files are gone with it
+        assert (await box.run("s", "print('new')", [])).stdout == "new\n"  # a new session starts
+    finally:
+        await box.close_all()
+
+
+# --- a daemon that holds the session's pipes (issue 15, item 17) ---------------------
+
+DAEMON = """
+import ctypes, os, time
+read, write = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:  # a daemon: the fork keeps every fd, the reply pipe included
+        ctypes.CDLL(None).prctl(15, {name!r}.encode(), 0, 0, 0)  # PR_SET_NAME
+        os.write(write, b'!')
+        time.sleep(300)
+    os._exit(0)
+os.wait()
+os.read(read, 1)
+print(os.getcwd())
+"""
+
+
+@pytest.mark.parametrize("isolated", [True, False], ids=["isolated", "local-unisolated"])
+async def test_a_daemon_holding_the_reply_pipe_does_not_block_close_or_the_timeout(isolated):
+    options = {} if isolated else {"unshare": "/nonexistent/unshare", "allow_unisolated": True}
+    box = LocalSandbox(timeout=2, **options)
+    name = f"daemon-{uuid.uuid4().hex[:8]}"  # its process name, as the kernel keeps it (15 characters at most)
+    daemon = DAEMON.format(name=name)
+    try:
+        isolation = await box.isolation()
+        cwd = (await box.run("s", daemon)).stdout.strip()
+        assert _named(name)  # the daemon runs
+        async with asyncio.timeout(10):  # before: waited for the daemon, i.e. for ever
+            await box.close("s")
+        assert not os.path.exists(cwd)
+        cwd = (await box.run("t", daemon)).stdout.strip()
+        async with asyncio.timeout(10):
+            result = await box.run("t", "import time\ntime.sleep(60)", [daemon])
+        assert result.error.startswith("TimeoutError") and not os.path.exists(cwd)
+        if isolation.pid or isolation.cgroup:  # the daemons are gone with their sessions
+            await asyncio.sleep(0.5)
+            assert _named(name) == []
+    finally:
+        async with asyncio.timeout(10):
+            await box.close_all()
+
+
+def _named(name: str) -> list[str]:
+    """The live processes called ``name`` (a killed one may linger as a zombie until reaped)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with suppress(OSError):
+            stat = open(f"/proc/{pid}/stat").read()
+            if stat[stat.index("(") + 1 : stat.rindex(")")] == name and stat[stat.rindex(")") + 2] != "Z":
+                found.append(pid)
+    return found
+
+
+async def test_two_workers_on_one_machine_never_share_a_session_uid():
+    """Two sandboxes (two workers of one machine, as root): closing a session
+    kills every process of its uid, so a uid must be one session's only.
+    Before, both gave out uid 61000 and each killed the other's sessions."""
+    first, second = LocalSandbox(), LocalSandbox()
+    try:
+        if (await first.isolation()).user != "session uid":
+            pytest.skip("the worker is not root: sessions run in user namespaces")
+        cell = "import os, random\nx = random.random()\nprint(os.getuid(), x)"
+        mine = (await first.run("s", cell)).stdout.split()
+        theirs = (await second.run("s", cell)).stdout.split()
+        assert mine[0] != theirs[0]
+        await first.close("s")
+        after = await second.run("s", "print(os.getuid(), x)", [cell])
+        assert after.stdout.split() == theirs, after  # the same process: alive, not killed and rebuilt
+    finally:
+        await first.close_all()
+        await second.close_all()

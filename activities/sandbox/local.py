@@ -14,9 +14,11 @@ Model-written code never runs next to a key. Each session gets (see
 - its own PID namespace: it sees only its own processes (not the worker's
   ``/proc/<pid>/environ``), and nothing it starts (``setsid`` or not)
   outlives it: when the session's first process dies, all do;
-- its own user: as root, a user id of its own per session (so one session
-  cannot signal another's processes, and ``RLIMIT_NPROC`` counts only its
-  processes); unprivileged, a user namespace;
+- its own user: as root, a user id of its own per session, claimed with a
+  lock file in ``/run/deepresearch-sandbox-uids`` so that no two workers of
+  the machine share one (so one session cannot signal another's processes,
+  and ``RLIMIT_NPROC`` counts only its processes); unprivileged, a user
+  namespace;
 - a private mount namespace: ``/tmp``, ``/var/tmp``, ``/run/lock``, the other
   sessions' directories, the data dir and the worker's home are out of sight
   or read-only; its own directory is a tmpfs with a size limit;
@@ -40,11 +42,13 @@ replaying the cells the workflow says already ran (``CodeRequest.previous``).
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import logging
 import os
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -80,6 +84,8 @@ class _Session:
     proc: asyncio.subprocess.Process
     workdir: str
     log: IO[bytes]  # unnamed temp file holding the process's fd 1 and 2
+    replies: asyncio.StreamReader  # the driver's replies, on a pipe of our own (see ``_stop``)
+    replies_pipe: asyncio.ReadTransport
     cells: list[str] = field(default_factory=list)  # cells run without error
     last_used: float = field(default_factory=time.monotonic)
     uid: int | None = None  # the session's own uid, when the worker is root
@@ -122,6 +128,7 @@ class LocalSandbox:
         network: bool = False,
         allow_unisolated: bool = False,
         uid_base: int = 61_000,
+        uid_locks: str | None = None,
         hidden: Sequence[str] = (),
         unshare: str = "unshare",
         cgroup_root: str = "/sys/fs/cgroup",
@@ -129,7 +136,9 @@ class LocalSandbox:
         """``network=True`` lets code use the network (no namespace).
         ``allow_unisolated`` runs code even where the machine cannot isolate
         it (``DEEPRESEARCH_SANDBOX=local-unisolated``). Sessions of a root
-        worker run as uids ``uid_base`` and up. ``hidden`` are folders the
+        worker run as uids ``uid_base`` and up, each claimed by a lock file
+        in ``uid_locks`` (default: a folder in /run) so that no two workers
+        on the machine give one uid to two sessions. ``hidden`` are folders the
         code must not see (the data dir); the worker's home and working
         directory are hidden too. ``unshare`` is the util-linux tool used for
         the namespaces."""
@@ -139,6 +148,7 @@ class LocalSandbox:
         self.network = network
         self.allow_unisolated = allow_unisolated
         self.uid_base = uid_base
+        self.uid_locks = uid_locks
         self.unshare = unshare
         self.cgroup_root = cgroup_root
         self.disk_mb = disk_mb
@@ -157,7 +167,7 @@ class LocalSandbox:
         self._reaper: asyncio.Task[None] | None = None
         self._isolation: Isolation | None = None
         self._probing: asyncio.Lock | None = None
-        self._uids: set[int] = set()
+        self._uids: dict[int, int] = {}  # the session uids this sandbox holds, with their lock's fd
 
     async def isolation(self) -> Isolation:
         """What confines the sessions; probed once, on first use."""
@@ -315,14 +325,14 @@ class LocalSandbox:
                 await self._stop(s)
 
     async def _start(self, isolation: Isolation) -> _Session:
-        workdir = tempfile.mkdtemp(prefix="sandbox-", dir=self.root)
         uid = self._allocate_uid() if isolation.user == "session uid" else None
+        workdir = tempfile.mkdtemp(prefix="sandbox-", dir=self.root)
         if uid is not None:
             try:
                 os.chown(workdir, uid, uid)
                 os.chmod(workdir, 0o700)
             except OSError as e:
-                self._uids.discard(uid)
+                self._free_uid(uid)
                 shutil.rmtree(workdir, ignore_errors=True)
                 raise SandboxError(f"cannot hand {workdir} to uid {uid}: {e}") from e
         cgroups = _make_cgroups(self.cgroup_root, isolation.cgroup, self.limits) if isolation.cgroup else []
@@ -338,6 +348,10 @@ class LocalSandbox:
             "MKL_NUM_THREADS": "1",
         }
         log = tempfile.TemporaryFile()
+        # The reply pipe is ours, not the subprocess transport's: waiting for
+        # the process's exit then never waits for a process the cell forked,
+        # which keeps the pipe's write end open (see ``_stop``).
+        replies_fd, reply_fd = os.pipe()
         try:
             limits = {
                 **self.limits,
@@ -355,7 +369,7 @@ class LocalSandbox:
                 driver(),
                 json.dumps(limits),
                 stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
+                stdout=reply_fd,
                 stderr=log,
                 cwd=workdir,
                 env=env,
@@ -365,11 +379,21 @@ class LocalSandbox:
             )
         except OSError as e:
             log.close()
+            os.close(replies_fd)
             self._release(uid, workdir, cgroups)
             raise SandboxError(f"cannot start {sys.executable}: {e}") from e
-        s = _Session(proc, workdir, log, uid=uid, cgroups=cgroups)
+        except BaseException:
+            os.close(replies_fd)
+            raise
+        finally:
+            os.close(reply_fd)
+        replies = asyncio.StreamReader(limit=1 << 24)
+        pipe, _ = await asyncio.get_running_loop().connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(replies), os.fdopen(replies_fd, "rb", buffering=0)
+        )
+        s = _Session(proc, workdir, log, replies, pipe, uid=uid, cgroups=cgroups)
         try:
-            ready = await asyncio.wait_for(proc.stdout.readline(), 30)
+            ready = await asyncio.wait_for(replies.readline(), 30)
         except TimeoutError:
             ready = b""
         except BaseException:
@@ -382,18 +406,28 @@ class LocalSandbox:
         return s
 
     def _allocate_uid(self) -> int:
-        uid = next(u for u in range(self.uid_base, self.uid_base + 10_000) if u not in self._uids)
-        self._uids.add(uid)
-        return uid
+        """A uid that no session of any worker on this machine holds (closing
+        a session kills every process of its uid)."""
+        folder = _uid_lock_folder(self.uid_locks)
+        for uid in range(self.uid_base, self.uid_base + 10_000):
+            if uid not in self._uids and (lock := _claim_uid(folder, uid)) is not None:
+                self._uids[uid] = lock
+                return uid
+        raise SandboxError(f"no free session uid from {self.uid_base} on (see {folder})")
+
+    def _free_uid(self, uid: int) -> None:
+        lock = self._uids.pop(uid, None)
+        if lock is not None:
+            os.close(lock)
 
     def _release(self, uid: int | None, workdir: str, cgroups: list[str]) -> None:
         if uid is not None:
             _kill_uid(uid)  # anything of this uid still alive (no PID namespace to do it)
-            self._uids.discard(uid)
+            self._free_uid(uid)  # only then another session may have it
+        _kill_cgroups(cgroups)  # the same by cgroup (a setsid daemon escapes the process group)
         shutil.rmtree(workdir, ignore_errors=True)
         for path in cgroups:
-            with suppress(OSError):
-                os.rmdir(path)
+            _remove_cgroup(path)
 
     async def _over_disk(self, s: _Session) -> bool:
         return await asyncio.to_thread(_size_over, s.workdir, self.disk_mb << 20)
@@ -404,7 +438,7 @@ class LocalSandbox:
         try:
             s.proc.stdin.write(json.dumps({"code": code}).encode() + b"\n")
             await s.proc.stdin.drain()
-            line = await asyncio.wait_for(s.proc.stdout.readline(), timeout)
+            line = await asyncio.wait_for(s.replies.readline(), timeout)
         except TimeoutError:
             await self._drop(session, s)
             error = f"TimeoutError: the cell ran longer than {timeout:g} s and was stopped"
@@ -414,10 +448,10 @@ class LocalSandbox:
         except asyncio.CancelledError:  # the cell's state is unknown: start over next time
             await self._drop(session, s)
             raise
-        if not line:
-            rc = await s.proc.wait()
-            error = f"the Python process died ({_describe(rc)}); its variables are lost\n{_tail(s)}"
+        if not line:  # the process is ending: its end, whoever else holds its pipes
+            tail = _tail(s)
             await self._drop(session, s)
+            error = f"the Python process died ({_describe(s.proc.returncode)}); its variables are lost\n{tail}"
             return CellResult(error=error.rstrip())
         reply = json.loads(line)
         if reply["error"] is None:
@@ -432,6 +466,11 @@ class LocalSandbox:
     async def _stop(self, s: _Session) -> None:
         with suppress(ProcessLookupError):
             os.killpg(s.proc.pid, signal.SIGKILL)
+        # Our ends of the pipes: a daemon the cell forked may hold the other
+        # ends (without a PID namespace it even outlives the kill, until
+        # ``_release``), and the wait below must not wait for it.
+        s.replies_pipe.close()
+        s.proc.stdin.close()
         await s.proc.wait()
         s.log.close()
         await asyncio.to_thread(self._release, s.uid, s.workdir, s.cgroups)
@@ -532,6 +571,34 @@ def _join_cgroups(paths: list[str]) -> None:
             _write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
 
 
+def _uid_lock_folder(folder: str | None) -> str:
+    """The folder where root workers claim session uids: one per machine,
+    root's own."""
+    if folder is None:
+        folder = "/run" if os.access("/run", os.W_OK) else tempfile.gettempdir()
+        folder = os.path.join(folder, "deepresearch-sandbox-uids")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        info = os.lstat(folder)
+    except OSError as e:
+        raise SandboxError(f"cannot make {folder} to claim session uids in: {e}") from e
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise SandboxError(f"{folder} is not a private folder of this user: session uids cannot be claimed there")
+    return folder
+
+
+def _claim_uid(folder: str, uid: int) -> int | None:
+    """The fd of an exclusive lock on ``uid`` (held until closed, or until
+    the worker ends), or None when another session holds it."""
+    fd = os.open(os.path.join(folder, str(uid)), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
 def _kill_uid(uid: int) -> None:
     """SIGKILL every process of ``uid`` (the session's own uid)."""
     for entry in os.listdir("/proc"):
@@ -539,6 +606,35 @@ def _kill_uid(uid: int) -> None:
             with suppress(OSError):
                 if os.stat(f"/proc/{entry}").st_uid == uid:
                     os.kill(int(entry), signal.SIGKILL)
+
+
+def _kill_cgroups(paths: list[str]) -> None:
+    """SIGKILL every process in the session's cgroups, until none is left
+    (one may fork while it is being killed)."""
+    for _ in range(100):
+        pids = set()
+        for path in paths:
+            with suppress(OSError), open(os.path.join(path, "cgroup.procs")) as f:
+                pids |= {int(pid) for pid in f.read().split()}
+        if not pids:
+            return
+        for pid in pids:
+            with suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+
+
+def _remove_cgroup(path: str) -> None:
+    """A cgroup can be removed once its killed processes have exited."""
+    for _ in range(100):
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.01)
+    log.warning("cannot remove the session's cgroup %s: processes are left in it", path)
 
 
 def _size_over(folder: str, limit: int) -> bool:
