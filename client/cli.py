@@ -16,12 +16,10 @@ import importlib
 import sys
 from pathlib import Path
 
-from client.options import FORMAT_HELP, FORMATS, RUN_OPTIONS
+from client.options import DEV_SERVER_PORT, DEV_UI_PORT, FORMAT_HELP, FORMATS, RUN_OPTIONS
+from infra.errors import cli_name
 
 PROSE_OPTIONS = ("continue", "improve", "shorter", "longer", "fix", "zap")  # workflows/models.py
-
-DEV_SERVER_PORT = 7233
-DEV_UI_PORT = 8233
 
 
 class Parser(argparse.ArgumentParser):
@@ -57,7 +55,7 @@ def add_run_options(parser: argparse.ArgumentParser, question_optional: bool = F
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog="deepresearch", description="Durable deep research on Temporal.")
+    parser = Parser(prog=cli_name(), description="Durable deep research on Temporal.")
     add_connection_options(parser, None)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -164,8 +162,9 @@ def build_parser() -> Parser:
     command("worker", "worker:main", "run a worker until Ctrl-C")
 
     server = command("server", "server:main", "run the embedded Temporal dev server with its UI until Ctrl-C")
-    server.add_argument("--port", type=int, default=DEV_SERVER_PORT, help=f"gRPC port (default {DEV_SERVER_PORT})")
-    server.add_argument("--ui-port", type=int, default=DEV_UI_PORT, help=f"web UI port (default {DEV_UI_PORT})")
+    # Defaults (None) come from the same variables as `run`'s embedded server.
+    server.add_argument("--port", type=int, help=f"gRPC port (DEEPRESEARCH_DEV_SERVER_PORT; default {DEV_SERVER_PORT})")
+    server.add_argument("--ui-port", type=int, help=f"web UI port (DEEPRESEARCH_DEV_UI_PORT; default {DEV_UI_PORT})")
     server.add_argument("--db", type=Path, help="SQLite file (default <data dir>/temporal.db)")
     return parser
 

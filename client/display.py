@@ -22,7 +22,6 @@ STEP_MARKS = {
     "pending": ("·", "dim"),
     "running": ("…", "yellow"),
     "done": ("✓", "green"),
-    "failed": ("✗", "red"),
 }
 
 
@@ -67,7 +66,8 @@ def render_status(status: RunStatus, workflow_id: str | None = None, elapsed: fl
         parts.append(table)
     facts = Text(f"plan iterations: {status.plan_iterations}", style="dim")
     if status.review_pending:
-        facts.append("   plan review pending", style="bold yellow")
+        version = f" (plan version {status.plan_version})" if status.plan_version else ""
+        facts.append(f"   plan review pending{version}", style="bold yellow")
     parts.append(facts)
     if status.pending_question:
         parts.append(Text(f"question: {status.pending_question}", style="yellow"))

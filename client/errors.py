@@ -55,4 +55,9 @@ def failure_message(err: BaseException) -> str:
         if text and text not in messages:
             messages.append(text)
         cause = cause.__cause__
-    return ": ".join(messages) or "unknown failure"
+    # Temporal's wrappers ("Activity task failed") say less than what they wrap.
+    said = [m for m in messages if m not in _WRAPPERS] or messages
+    return ": ".join(said) or "unknown failure"
+
+
+_WRAPPERS = ("Activity task failed", "Child workflow execution failed", "Workflow execution failed")

@@ -15,7 +15,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from client.display import ProgressView, event_line, render_plan
 from client.errors import CliError, rejection_reason
-from client.options import feedback_from_reply
+from client.options import ACCEPT, EDIT, feedback_from_reply
 from client.talk import POLL_SECONDS, next_action, poll_status, waiting_for_worker
 from infra.temporal import Connection
 from workflows.models import PROGRESS_TOPIC, ProgressEvent, ResearchResult, RunStatus
@@ -121,10 +121,10 @@ class TerminalReview:
 
 def what_next(argument: str) -> str:
     """What happens after the user's answer, with their words kept on screen."""
-    if argument.upper().startswith("[ACCEPTED]"):
+    if argument.upper().startswith(ACCEPT):
         return "the research team starts"
-    if argument.upper().startswith("[EDIT_PLAN]"):
-        return f"revising the plan with your edit ({argument[len('[EDIT_PLAN]') :].strip()})…"
+    if argument.upper().startswith(EDIT):
+        return f"revising the plan with your edit ({argument[len(EDIT) :].strip()})…"
     return f"thanks ({argument}); the coordinator goes on…"
 
 

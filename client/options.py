@@ -4,6 +4,8 @@ input and feedback."""
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,7 +16,10 @@ if TYPE_CHECKING:
     from workflows.models import ResearchInput
 
 REPORT_STYLES = ("academic", "popular_science", "news", "social_media", "strategic_investment")
-ACCEPT, EDIT = "[ACCEPTED]", "[EDIT_PLAN]"  # the review prefixes (workflows/review.py)
+# The review prefixes, as workflows/review.py reads them. Copied, not imported:
+# workflows.review loads Temporal's workflow module, which `review` must not
+# (tests/test_cli_imports.py); tests/test_cli_unit.py checks the two agree.
+ACCEPT, EDIT = "[ACCEPTED]", "[EDIT_PLAN]"
 FORMATS = ("md", "html", "json")  # report formats (client/export.py)
 EXTENSIONS = {"md": ".md", "html": ".html", "json": ".json"}
 _FORMAT_OF_SUFFIX = {".html": "html", ".htm": "html", ".json": "json"}
@@ -253,3 +258,24 @@ def connection(args: argparse.Namespace) -> Connection:
     from infra.temporal import Connection
 
     return Connection.from_env(address=args.address, namespace=args.namespace, task_queue=args.task_queue)
+
+
+# The embedded dev server (`run` when none is reachable, `server`).
+DEV_SERVER_PORT = 7233
+DEV_UI_PORT = 8233
+
+
+def dev_server_ports(env: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """The embedded dev server's gRPC and UI ports: DEEPRESEARCH_DEV_SERVER_PORT
+    and DEEPRESEARCH_DEV_UI_PORT, default 7233 and 8233."""
+    env = os.environ if env is None else env
+    ports = []
+    for name, default in (("DEEPRESEARCH_DEV_SERVER_PORT", DEV_SERVER_PORT), ("DEEPRESEARCH_DEV_UI_PORT", DEV_UI_PORT)):
+        value = (env.get(name) or "").strip()
+        if not value:
+            ports.append(default)
+        elif value.isdigit() and 0 < int(value) < 65536:
+            ports.append(int(value))
+        else:
+            raise CliError(f"{name} must be a port number, not {value!r}")
+    return ports[0], ports[1]

@@ -16,10 +16,12 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from infra.errors import cli_name
 from workflows.models import ResearchResult, RunStatus
 
 if TYPE_CHECKING:
-    from infra.temporal import Connection, cli_name
+    from infra.temporal import Connection
+
 
 POLL_SECONDS = 0.5
 QUERY_TIMEOUT = timedelta(seconds=5)
@@ -43,7 +45,10 @@ async def poll_status(handle: WorkflowHandle) -> RunStatus | None:
 
 def next_action(status: RunStatus, workflow_id: str) -> str | None:
     if status.review_pending:
-        return f"review the plan: {cli_name()} review {workflow_id} --accept  (or --edit TEXT)"
+        # The version names the plan shown: if it is replaced before the
+        # review arrives (another reviewer's edit), the review is refused.
+        version = f" --plan-version {status.plan_version}" if status.plan_version else ""
+        return f"review the plan: {cli_name()} review {workflow_id}{version} --accept  (or --edit TEXT)"
     if status.phase == "clarifying" and status.pending_question:
         return f"answer the question: {cli_name()} answer {workflow_id} TEXT"
     return None

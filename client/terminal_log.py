@@ -11,9 +11,12 @@ import logging
 from pathlib import Path
 
 from infra.settings import private_dir
+from workflows.activity_calls import FILE_CALL, MODEL_CALL, SPEECH_CALL, TOOL_CALL
 
-# How many attempts each activity gets (workflows/activity_calls.py).
-ATTEMPTS = {"chat": 12, "web_search": 3, "crawl": 3, "run_python": 2, "local_search": 3, "speak": 10}
+# How many attempts each activity gets, read from the options the workflow
+# calls it with (workflows/activity_calls.py, workflows/side_calls.py).
+_OPTIONS = {**TOOL_CALL, "chat": MODEL_CALL, "speak": SPEECH_CALL, "join_audio": FILE_CALL, "build_deck": FILE_CALL}
+ATTEMPTS = {name: options["retry_policy"].maximum_attempts for name, options in _OPTIONS.items()}
 
 
 class OneLine(logging.Formatter):

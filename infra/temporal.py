@@ -18,7 +18,7 @@ from temporalio.client import Client
 from temporalio.envconfig import ClientConfigProfile, ClientConfigTLS
 
 from infra.converter import data_converter
-from infra.errors import ConfigError, ConnectionFailed
+from infra.errors import ConfigError, ConnectionFailed, cli_name
 from infra.payload_storage import check_payload_storage
 from infra.settings import data_dir
 from infra.tracing import tracing_interceptors
@@ -141,9 +141,3 @@ def connect_problem(err: BaseException) -> str:
             return short + " …"
         short = f"{short} {word}".strip()
     return short
-
-
-def cli_name() -> str:
-    """How the user runs the CLI: `./dr` when they came through it, else
-    `deepresearch` (so every hint works as printed)."""
-    return os.environ.get("DEEPRESEARCH_CLI") or "deepresearch"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -145,6 +146,17 @@ def test_reply_at_the_review_prompt(reply, feedback):
     assert feedback_from_reply(reply) == feedback
 
 
+@pytest.mark.parametrize("reply", ["", "y", "add a step on costs"])
+def test_what_the_review_prompt_sends_is_what_the_workflow_reads(reply):
+    # client/options.py keeps its own copy of the prefixes (see there); this
+    # keeps it equal to workflows/review.py.
+    from workflows.review import parse_review
+
+    review = parse_review(feedback_from_reply(reply))
+    assert review.accepted == (reply in ("", "y"))
+    assert review.edit == ("" if review.accepted else reply)
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -182,10 +194,28 @@ def test_status_changes_are_one_line_each():
     assert status_changes(after, after) == []
 
 
-def run_cli(*argv: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def run_cli(*argv: str, tmp_path: Path, **extra_env: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DEEPRESEARCH_"))}
     env["DEEPRESEARCH_DATA_DIR"] = str(tmp_path)
-    return subprocess.run([str(DEEPRESEARCH), *argv], capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run([str(DEEPRESEARCH), *argv], capture_output=True, text=True, env=env | extra_env, timeout=60)
+
+
+def test_help_names_the_command_as_the_user_ran_it(tmp_path):
+    assert run_cli("--help", tmp_path=tmp_path).stdout.startswith("usage: deepresearch ")
+    through_dr = run_cli("review", "--help", tmp_path=tmp_path, DEEPRESEARCH_CLI="./dr")
+    assert through_dr.stdout.startswith("usage: ./dr review ")
+    wrong = run_cli("review", tmp_path=tmp_path, DEEPRESEARCH_CLI="./dr")
+    assert "(see `./dr review --help`)" in wrong.stderr
+
+
+def test_server_takes_its_ports_from_the_same_variables_as_run(tmp_path):
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = str(taken.getsockname()[1])
+        done = run_cli("server", tmp_path=tmp_path, DEEPRESEARCH_DEV_SERVER_PORT=port)
+    assert done.returncode == 1
+    assert done.stderr == f"error: port {port} is in use: is a Temporal server already running? (see --port)\n"
+    bad = run_cli("server", tmp_path=tmp_path, DEEPRESEARCH_DEV_UI_PORT="eighty")
+    assert bad.stderr == "error: DEEPRESEARCH_DEV_UI_PORT must be a port number, not 'eighty'\n"
 
 
 def test_unreachable_server_is_one_error_line(tmp_path):

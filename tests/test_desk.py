@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from client.wording import usage_text
 from testkit.crash import Gate
 from testkit.research_script import FACT
 from testkit.worker_process import WorkerProcess
+from workflows.models import Usage
 
 playwright_api = pytest.importorskip("playwright.async_api")
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -132,6 +134,10 @@ async def test_start_edit_accept_and_read_the_report(page, desk, worker, script,
     assert await link.get_attribute("rel") == "noopener noreferrer"
     progress = await page.get_by_test_id("progress").inner_text()
     assert "review_received" in progress and "step_finished" in progress
+    # The costs read as the terminal words them ("1 search", not "1 searches").
+    reply = await page.request.get(f"{desk}/api/runs/{run_id}")
+    usage = Usage(**(await reply.json())["result"]["usage"])
+    await playwright_api.expect(page.locator("#usage")).to_have_text(f"completed · {usage_text(usage)}")
 
     async with page.expect_download() as download:
         await page.get_by_test_id("download-md").click()

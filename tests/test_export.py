@@ -6,6 +6,7 @@ way a browser would see its elements, never by matching substrings alone.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
@@ -236,6 +237,13 @@ def test_footer_shows_usage(page):
     footer = page.one("footer").text
     for expected in ("12 LLM calls", "34,567 prompt", "890 completion", "3 searches", "1 crawl", "2 code runs"):
         assert expected in footer
+
+
+def test_footer_shows_the_day_the_run_finished():
+    dated = parse(render(make_result(finished_at="2025-03-14T09:26:53+00:00"), "html"))
+    assert "2025-03-14" in dated.one("footer").text
+    undated = parse(render(make_result(), "html"))  # results stored before the field existed
+    assert not re.search(r"\d{4}-\d{2}-\d{2}", undated.one("footer").text)
 
 
 def test_citation_titles_and_urls_are_escaped(html):

@@ -3,19 +3,29 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
 import os
 import pty
 import re
 import select
+import shlex
+import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
+from client.cli import build_parser
 from client.display import render_plan, render_status
 from client.terminal_log import OneLine
-from testkit.runs import start
+from testkit.runs import start, wait_for_phase
 from testkit.worker_process import WorkerProcess
 from workflows.models import Plan, RunStatus, Step, Usage
 
@@ -66,6 +76,60 @@ def test_2_a_failing_call_is_one_line_on_the_terminal():
     )
 
 
+@contextlib.contextmanager
+def hanging_up_endpoint() -> Iterator[str]:
+    """A model URL where something accepts connections and hangs up at once:
+    the check at start (a connect) passes, every model call fails as
+    unreachable."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def hang_up() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                connection, _ = listener.accept()
+                connection.close()
+
+    thread = threading.Thread(target=hang_up, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+
+
+async def test_2_failed_calls_are_one_line_each_and_their_tracebacks_go_to_the_log(worker_env, temporal_client):
+    with hanging_up_endpoint() as url:
+        err_file = Path(worker_env["DEEPRESEARCH_DATA_DIR"]).parent / "run.err"
+        with open(err_file, "w") as err:
+            proc = subprocess.Popen(
+                [str(BIN / "deepresearch"), "run", QUESTION, "--worker", "--id", "unreachable-model"],
+                env=worker_env | {"OPENAI_BASE_URL": url},
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+            )
+            try:
+                deadline = time.monotonic() + 60
+                while err_file.read_text().count("chat failed (attempt") < 2 and time.monotonic() < deadline:
+                    await asyncio.sleep(0.2)
+            finally:
+                proc.terminate()
+                out, _ = await asyncio.to_thread(proc.communicate, timeout=30)
+                await temporal_client.get_workflow_handle("unreachable-model").terminate()
+    terminal = out + err_file.read_text()
+    failures = [line for line in terminal.splitlines() if "chat failed (attempt" in line]
+    assert len(failures) >= 2, terminal
+    assert failures[0].startswith("chat failed (attempt 1 of 12): the model provider is unreachable at ")
+    assert failures[0].endswith("; Temporal retries it")
+    assert "Traceback" not in terminal and 'File "' not in terminal
+    log = (Path(worker_env["DEEPRESEARCH_DATA_DIR"]) / "logs" / "deepresearch.log").read_text()
+    assert "Traceback (most recent call last)" in log and "the model provider is unreachable" in log
+
+
 def test_3_run_says_which_server_and_that_no_worker_polls(worker_env, dev_server):
     out = cli(worker_env | {"DEEPRESEARCH_TASK_QUEUE": "nobody-polls-this"}, "start", QUESTION)
     assert out.returncode == 0
@@ -107,6 +171,26 @@ def test_9_status_and_list_without_a_server_say_why_in_whole_words(worker_env):
     for args in (["status", "x"], ["list"]):
         line = cli(env, *args).stderr.strip()
         assert line.startswith("error: cannot reach Temporal at 127.0.0.1:1") and "connection refused;" in line
+
+
+async def test_9_watch_says_when_the_review_arrives(worker_env, worker, temporal_client, task_queue, script):
+    handle = await start(temporal_client, task_queue, QUESTION)
+    watch = subprocess.Popen(
+        [str(BIN / "deepresearch"), "watch", handle.id], env=worker_env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        await wait_for_phase(handle, "awaiting_review")
+        review = await asyncio.to_thread(cli, worker_env, "review", handle.id, "--accept")
+        assert review.returncode == 0, review.stderr
+        out, _ = await asyncio.to_thread(watch.communicate, timeout=120)
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+    lines = out.splitlines()
+    assert "review received: plan accepted" in lines
+    waiting = lines.index("the plan is waiting for review")
+    assert waiting < lines.index("review received: plan accepted")
+    assert watch.returncode == 0
 
 
 async def test_9_list_shows_the_question_and_blob_prints_a_stored_page(
@@ -172,3 +256,79 @@ async def test_5_and_10_an_edit_typed_at_the_terminal_stays_and_attach_reviews_a
             except ProcessLookupError:
                 pass
             os.waitpid(pid, 0)
+
+
+async def test_10_run_attach_reviews_a_run_started_with_start_and_the_html_report_is_dated(
+    worker_env, temporal_client, tmp_path, script
+):
+    """`run --attach ID` in a pseudo-terminal: the review prompt of a run
+    started with `start`; accepted, the report is saved as HTML with its date."""
+    saved = tmp_path / "report.html"
+    day_before = datetime.now(UTC).date().isoformat()
+    with WorkerProcess(worker_env, tmp_path / "worker.log") as process:
+        await process.ready(temporal_client)
+        run_id = cli(worker_env, "start", QUESTION).stdout.strip()
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: the CLI on a terminal
+            argv = [str(BIN / "deepresearch"), "run", "--attach", run_id, "-o", str(saved)]
+            os.execve(argv[0], argv, worker_env | {"TERM": "xterm", "COLUMNS": "120"})
+        try:
+            shown = read_until(fd, r"Accept the plan\?")
+            assert f"attached to run {run_id}" in shown
+            os.write(fd, b"\r")
+            read_until(fd, r"report saved to", timeout=120)
+        finally:
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+            os.waitpid(pid, 0)
+    footer = saved.read_text(encoding="utf-8").split("<footer>", 1)[1]
+    assert day_before in footer or datetime.now(UTC).date().isoformat() in footer  # run at midnight UTC
+
+
+# --- every command the README prints -----------------------------------------
+
+# `./dr` runs these itself (the script's `case`); everything else goes to the CLI.
+DR_OWN = ("test", "bench", "temporal")
+
+
+def readme_commands() -> list[list[str]]:
+    """The arguments of every `./dr …` command in README.md's fenced bash
+    blocks (comments dropped, continuations joined; a command after `&&`, `|`
+    or `;` counts too)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = []
+    for block in re.findall(r"^```(?:bash|sh|shell|console)\n(.*?)^```", text, re.S | re.M):
+        for line in block.replace("\\\n", " ").splitlines():
+            lexer = shlex.shlex(line.removeprefix("$ "), posix=True, punctuation_chars=True)
+            lexer.whitespace_split, lexer.commenters = True, "#"
+            segment: list[str] = []
+            for token in [*lexer, ";"]:
+                if token in ("&&", "||", "|", ";", "&"):
+                    words = [w for w in segment if not re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", w)]  # VAR=value
+                    if words and words[0] == "./dr":
+                        commands.append(words[1:])
+                    segment = []
+                else:
+                    segment.append(token)
+    return commands
+
+
+def test_the_readme_has_dr_commands():
+    assert ["run", "How do solid-state batteries compare with lithium-ion cells in 2025?"] in readme_commands()
+
+
+@pytest.mark.parametrize("words", readme_commands(), ids=" ".join)
+def test_every_readme_command_parses(words):
+    # Placeholders such as research-1a2b3c4d are plain values to the parser, so
+    # no line is skipped; a line that fails here is one a reader cannot run.
+    if words and words[0] in DR_OWN:
+        assert f"  {words[0]})" in (ROOT / "dr").read_text()
+        return
+    try:
+        args = build_parser().parse_args(words)
+    except SystemExit as exit:
+        assert exit.code == 0, f"`./dr {shlex.join(words)}` does not parse"  # --help exits 0
+        return
+    assert isinstance(args, argparse.Namespace) and args.handler

@@ -5,8 +5,10 @@ each other (directly or through a chain).
 
 A layer may import the layers to its right, never those to its left.
 ``workflows/`` is deterministic workflow code and imports only itself;
-``infra/`` is what the worker and the CLI share. ``testkit/``, ``tests/`` and
-``bench/`` may use everything, and nothing in the product imports them.
+``infra/`` is what the worker and the CLI share. Around the product:
+``testkit/`` (the scripted servers and test helpers) imports only the product,
+``bench/`` imports the product and ``testkit/``, ``tests/`` imports anything,
+and nothing in the product imports any of the three.
 Imports inside functions (lazy imports) count too. See docs/architecture.md.
 """
 
@@ -25,6 +27,11 @@ ALLOWED = {
     "worker": {"activities", "infra", "workflows", "prompts"},
     "client": {"worker", "infra", "workflows", "prompts"},
     "prompts": set(),
+}
+PRODUCT = set(ALLOWED)
+ALLOWED |= {
+    "testkit": PRODUCT,
+    "bench": PRODUCT | {"testkit"},
 }
 
 
@@ -89,8 +96,9 @@ def test_imports_run_one_way():
         for target in sorted(targets)
         if layer(target) != layer(module) and layer(target) not in ALLOWED[layer(module)]
     ]
-    assert not wrong, "imports against the layering (client → worker → activities → infra → workflows):\n" + "\n".join(
-        wrong
+    assert not wrong, (
+        "imports against the layering (client → worker → activities → infra → workflows; "
+        "testkit → the product; bench → the product and testkit):\n" + "\n".join(wrong)
     )
 
 
@@ -114,3 +122,14 @@ def test_no_file_level_import_cycles():
         if module not in state:
             visit(module)
     assert not cycles, "import cycles:\n" + "\n".join(" → ".join(c) for c in cycles)
+
+
+def test_the_product_imports_no_test_code():
+    wrong = [
+        f"{module} imports {target}"
+        for module, targets in sorted(GRAPH.items())
+        if layer(module) in PRODUCT
+        for target in sorted(targets)
+        if layer(target) in ("testkit", "tests", "bench")
+    ]
+    assert not wrong, "the product imports test or benchmark code:\n" + "\n".join(wrong)

@@ -34,7 +34,3 @@ def split_name(name: str) -> tuple[str, str]:
     if not server or not sep or not rest:
         raise ValueError(f"{name!r} is not an MCP tool name (mcp__<server>__<tool>)")
     return server, rest
-
-
-def is_mcp_tool(name: str) -> bool:
-    return name.startswith(PREFIX)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -15,7 +14,7 @@ from client.devserver import DevServer, free_port, port_open
 from client.display import make_console, print_report
 from client.export import render
 from client.interactive import follow_run
-from client.options import connection, report_path, research_input
+from client.options import DEV_SERVER_PORT, connection, dev_server_ports, report_path, research_input
 from client.runs import new_workflow_id, start_research
 from client.talk import exit_code, write_file
 from client.wording import usage_text
@@ -23,15 +22,11 @@ from infra.process import cancel_on_sigterm
 from infra.settings import Settings, check_model_endpoint, private_dir
 from infra.temporal import Connection, cli_name, connect
 
-DEV_SERVER_PORT = 7233
-DEV_UI_PORT = 8233
-
 
 def dev_ports() -> tuple[int, int]:
-    """The embedded dev server's gRPC and UI ports (DEEPRESEARCH_DEV_SERVER_PORT,
-    DEEPRESEARCH_DEV_UI_PORT; default 7233 and 8233, a free one if 8233 is taken)."""
-    port = int(os.environ.get("DEEPRESEARCH_DEV_SERVER_PORT") or DEV_SERVER_PORT)
-    ui = int(os.environ.get("DEEPRESEARCH_DEV_UI_PORT") or DEV_UI_PORT)
+    """The embedded dev server's gRPC and UI ports as configured
+    (client/options.py), with a free UI port if that one is taken."""
+    port, ui = dev_server_ports()
     return port, ui if not port_open("127.0.0.1", ui) else free_port()
 
 
@@ -133,7 +128,7 @@ async def main(args: argparse.Namespace) -> int:
     if server is not None:
         console.print(
             f"The Temporal UI stopped with the embedded server. To see this run there again: `{cli_name()} server` "
-            f"(same data), then open http://localhost:{DEV_UI_PORT}",
+            f"(same data), then open http://localhost:{dev_server_ports()[1]}",
             markup=False,
         )
     return exit_code(result)

@@ -8,18 +8,21 @@ from contextlib import suppress
 
 from client.devserver import DevServer, port_open
 from client.errors import CliError
+from client.options import dev_server_ports
 from infra.process import stop_on_signals
 from infra.settings import data_dir, private_dir
 
 
 async def main(args: argparse.Namespace) -> int:
-    if port_open("127.0.0.1", args.port):
-        raise CliError(f"port {args.port} is in use: is a Temporal server already running? (see --port)")
+    configured_port, configured_ui = dev_server_ports()
+    port = args.port or configured_port
+    if port_open("127.0.0.1", port):
+        raise CliError(f"port {port} is in use: is a Temporal server already running? (see --port)")
     folder = private_dir(data_dir())
     server = DevServer(
         db_file=args.db or folder / "temporal.db",
-        port=args.port,
-        ui_port=args.ui_port,
+        port=port,
+        ui_port=args.ui_port or configured_ui,
         log_file=folder / "temporal-server.log",
     )
     stop = asyncio.Event()

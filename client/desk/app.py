@@ -44,6 +44,7 @@ from client.export import render, report_html, sources_html
 from client.runs import WORKFLOW_TYPE, new_workflow_id, start_research
 from client.side_outputs import RESULT_TYPES, SIDE_TYPES, finished_report, side_id, start_once
 from client.talk import QUERY_TIMEOUT
+from client.wording import usage_text
 from infra.blobs import blob_store
 from infra.temporal import Connection, connect
 from workflows.models import (
@@ -232,6 +233,7 @@ class Desk:
                 "title": title or result.question,
                 "citations": [c.model_dump() for c in result.citations],
                 "usage": result.usage.model_dump(),
+                "usage_text": usage_text(result.usage),  # the CLI's wording
             }
             out["files"] = await self._files(run_id)
         elif described.status and described.status != WorkflowExecutionStatus.RUNNING:

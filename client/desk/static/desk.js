@@ -217,8 +217,7 @@ function showReport(id, data) {
     $("download-" + kind).href = base + "/" + kind;
     $("make-" + kind).hidden = ready || files[kind] === "running";
   }
-  const u = data.result.usage;
-  $("usage").textContent = `${data.result.status} · ${u.llm_calls} model calls, ${u.prompt_tokens + u.completion_tokens} tokens, ${u.searches} searches, ${u.crawls} crawls`;
+  $("usage").textContent = `${data.result.status} · ${data.result.usage_text}`;
   box.hidden = false;
 }
 
