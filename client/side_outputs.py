@@ -14,8 +14,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from client.errors import CliError
 from infra.blobs import blob_store
-from infra.temporal import Connection
-from workflows.models import PodcastResult, ProseResult, ResearchResult, SlidesResult, SourceReport
+from infra.temporal import Connection, cli_name
+from workflows.models import PodcastResult, ProseResult, ResearchResult, SideStatus, SlidesResult, SourceReport
 
 SIDE_TYPES = {"podcast": "Podcast", "slides": "Slides", "prose": "Prose"}
 RESULT_TYPES: dict[str, Any] = {"Podcast": PodcastResult, "Slides": SlidesResult, "Prose": ProseResult}
@@ -23,6 +23,27 @@ RESULT_TYPES: dict[str, Any] = {"Podcast": PodcastResult, "Slides": SlidesResult
 
 def side_id(run_id: str, kind: str) -> str:
     return f"{run_id}-{kind}"
+
+
+def status_lines(status: SideStatus, workflow_id: str, state: str) -> list[str]:
+    """What `status` prints for a podcast, slides or prose workflow: its
+    phase, how far the speaking is, the failure, and what to do next. (Its
+    status query answers a ``SideStatus``, not a research run's status.)
+    ``state`` is the workflow's own (running, completed, terminated, …): a
+    terminated podcast still reports the phase it stopped in."""
+    of_run = f" of run {status.run_id}" if status.run_id else ""
+    lines = [f"{status.kind} {workflow_id}{of_run} ({state})", f"phase: {status.phase}"]
+    if status.kind == "podcast" and status.total:
+        lines.append(f"line {status.done} of {status.total} spoken")
+    if status.error:
+        lines.append(f"error: {status.error}")
+    if state == "running":
+        lines.append(f"follow it with `{cli_name()} watch {workflow_id}`")
+    elif state == "completed":
+        lines.append(f"fetch it with `{cli_name()} result {workflow_id}`")
+    elif status.kind != "prose" and status.run_id:
+        lines.append(f"start it again with `{cli_name()} {status.kind} {status.run_id}`")
+    return lines
 
 
 async def finished_report(client: Client, run_id: str, namespace: str) -> SourceReport:

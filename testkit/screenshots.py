@@ -4,8 +4,8 @@ the scripted servers:
     python -m testkit.screenshots docs/images
 
 - ``desk.png``: the research desk showing a finished run's plan and report;
-- ``temporal-ui.png``: the run's page in the Temporal UI, whose event history
-  names each activity (``researcher · step 1 · web_search: …``).
+- ``temporal-ui.png``: the run's event history in the Temporal UI (compact
+  view), whose summaries name each activity (``researcher · step 1 · web_search: …``).
 """
 
 from __future__ import annotations
@@ -82,8 +82,14 @@ async def take(out: Path) -> None:
                     await page.get_by_test_id("report").wait_for()
                     await page.wait_for_timeout(500)
                     await page.screenshot(path=out / "desk.png", full_page=False)
+                    # The event history, compact: one row per activity with its summary.
+                    await page.set_viewport_size({"width": 1600, "height": 900})
                     await page.goto(f"{server.ui_url}/namespaces/default/workflows/{handle.id}")
                     await page.get_by_text("researcher · step 1").first.wait_for(timeout=30_000)
+                    await page.get_by_text("Event History").first.click()
+                    await page.get_by_text("Compact", exact=True).first.click()
+                    heading = page.get_by_role("heading", name="Event History")
+                    await heading.evaluate("e => e.scrollIntoView({block: 'start'})")
                     await page.wait_for_timeout(1000)
                     await page.screenshot(path=out / "temporal-ui.png", full_page=False)
                     await browser.close()

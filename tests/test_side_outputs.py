@@ -5,6 +5,7 @@ answers with real audio clips."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import math
 import sys
@@ -15,13 +16,15 @@ from pathlib import Path
 import pytest
 from pptx import Presentation
 from pptx.util import Emu
+from temporalio.client import WorkflowQueryFailedError
+from temporalio.service import RPCError
 
 from activities import audio
 from testkit.research_script import FACT
-from testkit.runs import start
+from testkit.runs import keep_history, start
 from testkit.speech_server import SECONDS_PER_CHAR, ScriptedSpeech
 from testkit.worker_process import WorkerProcess
-from workflows.models import PodcastResult, SourceReport
+from workflows.models import PodcastResult, SideStatus, SourceReport
 
 CLI = Path(sys.executable).parent / "deepresearch"
 QUESTION = "Tell me about Lantern Rock"
@@ -56,7 +59,9 @@ async def finished_run(temporal_client, task_queue, side_worker, script) -> str:
     return handle.id
 
 
-async def test_podcast_speaks_every_line_and_joins_them_into_one_file(finished_run, worker_env, speech, llm, tmp_path):
+async def test_podcast_speaks_every_line_and_joins_them_into_one_file(
+    finished_run, worker_env, speech, llm, temporal_client, tmp_path
+):
     code, out, err = await cli(worker_env, "podcast", finished_run, "--json", "-o", str(tmp_path / "show.mp3"))
     assert code == 0, err
     shown = json.loads(out)
@@ -79,16 +84,23 @@ async def test_podcast_speaks_every_line_and_joins_them_into_one_file(finished_r
     assert described.format == "mp3" and math.isclose(described.seconds, expected, rel_tol=0.02, abs_tol=0.5)
     assert shown["usage"]["speech_calls"] == len(spoken) and shown["usage"]["llm_calls"] == 1
 
-    # Asking again gives the same podcast: no new model or speech call.
+    # Asking again gives the same podcast: the same workflow, no new model or speech call.
     calls = len(speech.requests), len(llm.calls("podcast"))
+    first = (await temporal_client.get_workflow_handle(shown["workflow_id"]).describe()).run_id
     code, out, err = await cli(worker_env, "podcast", finished_run, "-o", str(tmp_path / "again.mp3"))
-    assert code == 0, err and "podcast saved to" in out
+    assert code == 0, err
+    assert out.splitlines()[0].startswith(f"podcast {finished_run}-podcast: ")  # the same workflow
+    assert f"podcast saved to {tmp_path / 'again.mp3'} (" in out
+    assert (await temporal_client.get_workflow_handle(shown["workflow_id"]).describe()).run_id == first
     assert (len(speech.requests), len(llm.calls("podcast"))) == calls
     assert (tmp_path / "again.mp3").read_bytes() == data
 
     # `result` fetches it again, days later.
     code, out, err = await cli(worker_env, "result", f"{finished_run}-podcast", "-o", str(tmp_path / "later.mp3"))
-    assert code == 0, err and (tmp_path / "later.mp3").read_bytes() == data
+    assert code == 0, err
+    assert f"podcast saved to {tmp_path / 'later.mp3'} (" in out
+    assert (tmp_path / "later.mp3").read_bytes() == data
+    await keep_history(temporal_client.get_workflow_handle(shown["workflow_id"]), "podcast")
 
 
 async def test_a_wav_speech_server_gives_a_wav_podcast(finished_run, worker_env, speech, tmp_path):
@@ -101,6 +113,122 @@ async def test_a_wav_speech_server_gives_a_wav_podcast(finished_run, worker_env,
     assert math.isclose(audio.describe(path.read_bytes()).seconds, expected, rel_tol=0.02)
 
 
+async def test_status_and_watch_follow_a_podcast_line_by_line(finished_run, worker_env, speech, temporal_client):
+    """The speech server answers two lines and holds the rest: `status` shows
+    the podcast's phase and "line 2 of N spoken" (a podcast's status query
+    answers a SideStatus, not a run's status); `watch` prints each line as
+    it is spoken and ends by saving the file where `podcast` saves it."""
+    podcast_id = f"{finished_run}-podcast"
+    answered, release = itertools.count(), threading.Event()
+    speech.hold = lambda body: next(answered) >= 2 and release.wait(60)
+    try:
+        making = asyncio.create_task(cli(worker_env, "podcast", finished_run))
+        handle = temporal_client.get_workflow_handle(podcast_id)
+        async with asyncio.timeout(60):
+            while True:
+                try:
+                    status = await handle.query("status", result_type=SideStatus)
+                    if status.done == 2:
+                        break
+                except (RPCError, WorkflowQueryFailedError):  # not started yet
+                    pass
+                await asyncio.sleep(0.2)
+        assert status.phase == "speaking" and status.total > 2
+        total = status.total
+
+        code, out, err = await cli(worker_env, "status", podcast_id)
+        assert code == 0, err
+        lines = out.splitlines()
+        assert lines[:3] == [
+            f"podcast {podcast_id} of run {finished_run} (running)",
+            "phase: speaking",
+            f"line 2 of {total} spoken",
+        ]
+        assert lines[3].startswith("follow it with `") and f" watch {podcast_id}`" in lines[3]
+
+        watching = asyncio.create_task(cli(worker_env, "watch", podcast_id))
+        await asyncio.sleep(2)  # it has caught up with the stream and waits for more
+    finally:
+        release.set()
+    code, out, err = await watching
+    assert code == 0, err
+    assert [f"note: line {n} of {total} spoken" for n in range(1, total + 1)] == [
+        line for line in out.splitlines() if line.startswith("note: line ")
+    ]
+    path = Path(worker_env["DEEPRESEARCH_DATA_DIR"]) / "reports" / f"{finished_run}.mp3"
+    assert out.splitlines()[-1].startswith(f"podcast saved to {path} (")
+    code, made, err = await making
+    assert code == 0, err
+    assert made.splitlines()[-1].startswith(f"podcast saved to {path} (")
+    assert audio.describe(path.read_bytes()).seconds > 0
+
+    code, out, err = await cli(worker_env, "status", podcast_id)
+    assert code == 0, err
+    assert out.splitlines()[:3] == [
+        f"podcast {podcast_id} of run {finished_run} (completed)",
+        "phase: completed",
+        f"line {total} of {total} spoken",
+    ]
+    assert f" result {podcast_id}`" in out.splitlines()[3]
+    code, out, err = await cli(worker_env, "status", podcast_id, "--json")
+    assert code == 0, err
+    assert json.loads(out) == {
+        "workflow_id": podcast_id,
+        "state": "completed",
+        "kind": "podcast",
+        "phase": "completed",
+        "run_id": finished_run,
+        "done": total,
+        "total": total,
+        "error": None,
+    }
+
+
+async def test_status_and_watch_on_slides(finished_run, worker_env):
+    code, out, err = await cli(worker_env, "slides", finished_run)
+    assert code == 0, err
+    slides_id = f"{finished_run}-slides"
+    path = Path(worker_env["DEEPRESEARCH_DATA_DIR"]) / "reports" / f"{finished_run}.pptx"
+    made = path.read_bytes()
+
+    code, out, err = await cli(worker_env, "status", slides_id)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[:2] == [f"slides {slides_id} of run {finished_run} (completed)", "phase: completed"]
+    assert len(lines) == 3 and f" result {slides_id}`" in lines[2]
+
+    # Watching a finished deck replays its progress, then saves the file again.
+    path.unlink()
+    code, out, err = await cli(worker_env, "watch", slides_id)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert "phase: building" in lines and lines[-2].startswith("phase: completed: ")
+    slides = len(list(Presentation(str(path)).slides))
+    assert lines[-1] == f"slides saved to {path} ({slides} slides, pptx)"
+    assert path.read_bytes() == made
+
+
+async def test_list_shows_podcast_and_slides_under_their_run(finished_run, worker_env, temporal_client, task_queue):
+    """A newer run is listed first; the older run's podcast and slides,
+    though started after it, come right under their own run, indented."""
+    newer = await start(temporal_client, task_queue, "Tell me more about Lantern Rock", auto_accept_plan=True)
+    assert (await newer.result()).status == "completed"
+    for kind in ("slides", "podcast"):
+        code, out, err = await cli(worker_env, kind, finished_run)
+        assert code == 0, err
+
+    code, out, err = await cli(worker_env | {"COLUMNS": "200"}, "list")
+    assert code == 0, err
+    # The table's rows (other tests' runs share the server), without the question's second line.
+    cells = [line.split("│")[1:-1] for line in out.splitlines() if line.startswith("│")]
+    ours = (newer.id, finished_run)
+    rows = [row for row in cells if row[0].strip().startswith(ours)]
+    ids = [row[0].rstrip()[1:] for row in rows]
+    assert ids == [newer.id, finished_run, f"  {finished_run}-podcast", f"  {finished_run}-slides"]
+    assert [row[1].strip() for row in rows] == ["completed"] * 4
+    assert [row[3].strip() for row in rows[2:]] == ["podcast", "slides"]
+
+
 async def test_a_speech_endpoint_that_rejects_the_key_fails_in_one_line(finished_run, worker_env, speech):
     speech.api_key = "another-key"
     code, out, err = await cli(worker_env, "podcast", finished_run, timeout=60)
@@ -108,6 +236,19 @@ async def test_a_speech_endpoint_that_rejects_the_key_fails_in_one_line(finished
     assert code == 1 and 1 <= len(texts) <= 4 and len(set(texts)) == len(texts)  # the first calls, none retried
     assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
     assert "speech endpoint rejected the API key (HTTP 401)" in err and "OPENAI_API_KEY" in err
+
+    # `status` says where it stopped and what to do; `watch` gives the failure in one line.
+    podcast_id = f"{finished_run}-podcast"
+    code, out, err = await cli(worker_env, "status", podcast_id, timeout=60)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[:2] == [f"podcast {podcast_id} of run {finished_run} (failed)", "phase: failed"]
+    assert lines[-2].startswith("error: ") and "rejected the API key" in lines[-2]
+    assert lines[-1].startswith("start it again with `") and lines[-1].endswith(f" podcast {finished_run}`")
+    code, out, err = await cli(worker_env, "watch", podcast_id, timeout=60)
+    assert code == 1 and "phase: failed: " in out
+    assert err.startswith(f"error: the podcast {podcast_id} failed: ") and len(err.strip().splitlines()) == 1
+    assert "rejected the API key" in err
 
 
 def overflowing(shape, font_pt_default: float = 18) -> bool:
@@ -125,7 +266,9 @@ def overflowing(shape, font_pt_default: float = 18) -> bool:
     return lines > height_pt + 1
 
 
-async def test_slides_build_a_deck_with_sections_tables_notes_and_sources(finished_run, worker_env, tmp_path):
+async def test_slides_build_a_deck_with_sections_tables_notes_and_sources(
+    finished_run, worker_env, tmp_path, temporal_client
+):
     code, out, err = await cli(worker_env, "slides", finished_run, "--json", "-o", str(tmp_path / "deck.pptx"))
     assert code == 0, err
     shown = json.loads(out)
@@ -166,6 +309,7 @@ async def test_slides_build_a_deck_with_sections_tables_notes_and_sources(finish
     code, out, err = await cli(worker_env, "slides", finished_run, "--format", "md", "-o", str(tmp_path / "deck.md"))
     assert code == 0, err
     assert (tmp_path / "deck.md").read_text().count("\n---") >= 3
+    await keep_history(temporal_client.get_workflow_handle(shown["workflow_id"]), "slides")
 
 
 @pytest.mark.parametrize("option", ["continue", "improve", "shorter", "longer", "fix", "zap"])
@@ -179,10 +323,23 @@ async def test_each_prose_option_returns_text(option, worker_env, side_worker):
         assert "make it a haiku" in out
 
 
-async def test_prose_on_a_runs_report(finished_run, worker_env):
+async def test_prose_on_a_runs_report(finished_run, worker_env, temporal_client):
     code, out, err = await cli(worker_env, "prose", "--option", "shorter", "--run", finished_run, "--json")
     assert code == 0, err
-    assert json.loads(out)["status"] == "completed" and FACT in json.loads(out)["text"]
+    shown = json.loads(out)
+    assert shown["status"] == "completed" and FACT in shown["text"]
+    await keep_history(temporal_client.get_workflow_handle(shown["workflow_id"]), "prose")
+
+    # `status` and `watch` know a prose workflow too.
+    code, out, err = await cli(worker_env, "status", shown["workflow_id"])
+    assert code == 0, err
+    assert out.splitlines()[:2] == [
+        f"prose {shown['workflow_id']} of run {finished_run} (completed)",
+        "phase: completed",
+    ]
+    code, out, err = await cli(worker_env, "watch", shown["workflow_id"])
+    assert code == 0, err
+    assert out == shown["text"] + "\n"
 
 
 @pytest.mark.parametrize(
@@ -212,14 +369,14 @@ async def test_a_run_that_has_not_completed_is_refused(temporal_client, task_que
 async def test_a_podcast_whose_worker_is_killed_mid_speech_resumes_without_repeating_a_clip(
     temporal_client, task_queue, worker_env, script, speech, tmp_path
 ):
-    """The real worker as a process, SIGKILLed while the seventh line is being
-    spoken; a new worker finishes the podcast. No clip that was delivered
-    before the kill is asked for again, and the file is whole."""
+    """The real worker as a process, SIGKILLed while the third speech call is
+    being answered; a new worker finishes the podcast. No clip that was
+    delivered before the kill is asked for again, and the file is whole."""
     env = worker_env | {"DEEPRESEARCH_TTS_BASE_URL": speech.base_url}
     arrived, release, answered = threading.Event(), threading.Event(), []
 
     def hold(body):
-        if len(speech.requests) == 7 and not release.is_set():
+        if len(answered) == 2 and not arrived.is_set():
             arrived.set()
             release.wait(30)  # the worker dies meanwhile: this answer goes nowhere
         answered.append((body["input"], time.time()))
@@ -233,8 +390,9 @@ async def test_a_podcast_whose_worker_is_killed_mid_speech_resumes_without_repea
         handle = await temporal_client.start_workflow(
             "Podcast", source, id=f"{run.id}-podcast", task_queue=task_queue, result_type=PodcastResult
         )
-        await asyncio.to_thread(arrived.wait, 60)
+        assert await asyncio.to_thread(arrived.wait, 60), "the third speech call never came"
         killed_at = time.time()
+        assert not (await handle.describe()).close_time  # killed in the middle, not after the end
         process.kill()
         release.set()
         process.start()
@@ -243,7 +401,7 @@ async def test_a_podcast_whose_worker_is_killed_mid_speech_resumes_without_repea
     delivered_before = {text for text, at in answered if at < killed_at}
     asked = [r["input"] for r in speech.requests]
     repeated = [text for text in delivered_before if asked.count(text) > 1]
-    assert not repeated, repeated
+    assert len(delivered_before) >= 2 and not repeated, repeated
     # Every part spoken; the joined file lasts as long as the parts.
     parts = set(asked)
     expected = sum(len(text) * SECONDS_PER_CHAR for text in parts)

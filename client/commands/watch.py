@@ -1,26 +1,37 @@
-"""`deepresearch watch`: follow a run's progress stream until it ends."""
+"""`deepresearch watch`: follow a run's progress stream until it ends. A
+podcast or slides workflow streams its progress the same way, and at its end
+the file is saved where `podcast` / `slides` save it; a prose workflow's text
+is printed when it is done."""
 
 from __future__ import annotations
 
 import argparse
 
+from temporalio.client import WorkflowFailureError
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
+from client.commands.result import side_kind
 from client.display import event_line, make_console
+from client.errors import CliError, failure_message
 from client.options import connection
+from client.side_outputs import RESULT_TYPES, SIDE_TYPES
 from client.talk import exit_code
 from client.wording import usage_text
-from infra.temporal import cli_name, connect
+from infra.temporal import Connection, cli_name, connect
 from workflows.models import PROGRESS_TOPIC, ProgressEvent, ResearchResult
 
 
 async def main(args: argparse.Namespace) -> int:
     """Follow the run's progress stream (every event since the start, then
     live) until the run ends; events survive worker crashes."""
-    client = await connect(connection(args))
+    conn = connection(args)
+    client = await connect(conn)
     handle = client.get_workflow_handle(args.workflow_id, result_type=ResearchResult)
     await handle.describe()  # an unknown id is one clear error, not a silent wait
+    kind = await side_kind(client, handle.id)
     console = make_console()
+    if kind == "prose":  # one model call: no progress stream to follow
+        return await side_output_saved(conn, client, kind, handle.id)
     stream = WorkflowStreamClient.create(client, handle.id)
     async for item in stream.subscribe(PROGRESS_TOPIC, result_type=ProgressEvent):
         console.print(event_line(item.data), markup=False)
@@ -28,7 +39,26 @@ async def main(args: argparse.Namespace) -> int:
             console.print(f"review with `{cli_name()} review {handle.id} --accept` or `--edit TEXT`", markup=False)
         elif item.data.kind == "question":
             console.print(f"answer with `{cli_name()} answer {handle.id} TEXT`", markup=False)
+    if kind is not None:
+        return await side_output_saved(conn, client, kind, handle.id)
     result = await handle.result()
     console.print(f"run {handle.id} finished: {result.status}; {usage_text(result.usage)}", markup=False)
     console.print(f"print the report with `{cli_name()} result {handle.id}`", markup=False)
     return exit_code(result)
+
+
+async def side_output_saved(conn: Connection, client, kind: str, workflow_id: str) -> int:
+    """The finished podcast or deck written to its default file (the line
+    says where), or the rewritten prose printed; a failed one is one line."""
+    from client.commands import podcast, prose, slides
+
+    handle = client.get_workflow_handle(workflow_id, result_type=RESULT_TYPES[SIDE_TYPES[kind]])
+    try:
+        result = await handle.result()
+    except WorkflowFailureError as err:
+        raise CliError(f"the {kind} {workflow_id} failed: {failure_message(err)}") from None
+    if kind == "podcast":
+        return await podcast.save(conn, result, None, False, workflow_id)
+    if kind == "slides":
+        return await slides.save(conn, result, None, None, False, workflow_id)
+    return prose.show(result, False, workflow_id)
