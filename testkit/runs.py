@@ -11,7 +11,7 @@ from client.runs import start_research
 from infra.temporal import Connection
 from workflows.models import ResearchInput, RunStatus
 
-HISTORIES = Path(__file__).parent.parent / "histories"
+HISTORIES = Path(__file__).parent.parent / "tests" / "histories"
 
 
 async def start(client, task_queue: str, question: str, **options):

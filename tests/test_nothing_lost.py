@@ -9,7 +9,7 @@ import re
 from testkit.llm_server import Reply, has_tool_result
 from testkit.pages import article
 from testkit.research_script import FACT
-from testkit.runs import start, wait_for_phase
+from testkit.runs import keep_history, start, wait_for_phase
 
 QUESTION = "Tell me about Lantern Rock"
 
@@ -183,6 +183,7 @@ async def test_facts_anywhere_in_three_long_pages_reach_the_report_with_an_8k_wi
     for lines in facts.values():
         for fact in lines:
             assert fact in result.final_report, fact
+    await keep_history(handle, "long_pages_read_in_parts")
     crawl_views = [m["content"] for m in turns[2]["messages"][-3:]]  # the answers to the three crawls
     for view in crawl_views:  # where it is, how to read on
         assert "is long:" in view and "parts" in view and "read_page(" in view and "find_in_page(" in view
@@ -333,4 +334,5 @@ async def test_a_context_length_error_is_fitted_again_and_the_window_kept_for_th
     assert "researcher" in refused  # the crawled page overflowed the real window once
     assert all(refused.count(role) == 1 for role in refused)  # then the learned window held
     assert "FACT: register A says the keeper logged 1 ships" in result.final_report
+    await keep_history(handle, "context_window_learned")
     assert llm.largest_prompt > 6_000  # the refused request really was too large

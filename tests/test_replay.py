@@ -2,7 +2,10 @@
 
 A change to workflow logic that would break running workflows fails here.
 Re-record (after a deliberate, versioned change) with:
-    RECORD_HISTORIES=1 ./dr test tests/test_workflow.py tests/test_crash.py tests/test_continue_as_new.py
+    RECORD_HISTORIES=1 ./dr test tests/test_workflow.py tests/test_crash.py tests/test_continue_as_new.py \
+        tests/test_nothing_lost.py tests/test_side_outputs.py
+(Record only new histories: a history recorded by the old code is what
+proves the new code can still replay it.)
 """
 
 from pathlib import Path
@@ -13,18 +16,32 @@ from temporalio.worker import Replayer
 
 from infra.converter import data_converter
 from workflows.deep_research import DeepResearch
+from workflows.podcast import Podcast
+from workflows.prose import Prose
+from workflows.slides import Slides
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 
 def test_there_are_histories_to_replay():
-    assert {"happy_path", "edited_plan", "greeting", "plan_failed", "crash_recovery", "continued_between_steps"} <= {
-        p.stem for p in HISTORIES
-    }
+    assert {
+        "happy_path",
+        "edited_plan",
+        "greeting",
+        "plan_failed",
+        "crash_recovery",
+        "continued_between_steps",
+        "continued_inside_steps",
+        "long_pages_read_in_parts",
+        "context_window_learned",
+        "podcast",
+        "slides",
+        "prose",
+    } <= {p.stem for p in HISTORIES}
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_history_replays(path: Path, tmp_path: Path):
-    replayer = Replayer(workflows=[DeepResearch], data_converter=data_converter(tmp_path))
+    replayer = Replayer(workflows=[DeepResearch, Podcast, Slides, Prose], data_converter=data_converter(tmp_path))
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     await replayer.replay_workflow(history)
