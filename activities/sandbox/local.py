@@ -42,13 +42,11 @@ replaying the cells the workflow says already ran (``CodeRequest.previous``).
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import logging
 import os
 import shutil
 import signal
-import stat
 import sys
 import tempfile
 import time
@@ -60,6 +58,7 @@ from functools import cache
 from importlib import resources
 from typing import IO
 
+import activities.sandbox.confinement as confinement
 from activities.sandbox.base import CellResult, SandboxError, SandboxRefused, replay
 
 log = logging.getLogger(__name__)
@@ -237,7 +236,7 @@ class LocalSandbox:
         unshare = shutil.which(self.unshare)
         root = os.geteuid() == 0
         missing: list[str] = []
-        cgroup = _cgroup_kind(self.cgroup_root) if root else None
+        cgroup = confinement.cgroup_kind(self.cgroup_root) if root else None
         if cgroup is None:
             missing.append("no writable cgroups: memory and processes are limited per process, disk by checking")
         candidates: list[Isolation] = []
@@ -335,7 +334,7 @@ class LocalSandbox:
                 self._free_uid(uid)
                 shutil.rmtree(workdir, ignore_errors=True)
                 raise SandboxError(f"cannot hand {workdir} to uid {uid}: {e}") from e
-        cgroups = _make_cgroups(self.cgroup_root, isolation.cgroup, self.limits) if isolation.cgroup else []
+        cgroups = confinement.make_cgroups(self.cgroup_root, isolation.cgroup, self.limits) if isolation.cgroup else []
         env = {
             "PATH": os.environ.get("PATH", os.defpath),
             "HOME": workdir,
@@ -375,7 +374,7 @@ class LocalSandbox:
                 env=env,
                 start_new_session=True,  # its own process group, killed as a whole
                 limit=1 << 24,
-                preexec_fn=(lambda: _join_cgroups(cgroups)) if cgroups else None,
+                preexec_fn=(lambda: confinement.join_cgroups(cgroups)) if cgroups else None,
             )
         except OSError as e:
             log.close()
@@ -408,9 +407,9 @@ class LocalSandbox:
     def _allocate_uid(self) -> int:
         """A uid that no session of any worker on this machine holds (closing
         a session kills every process of its uid)."""
-        folder = _uid_lock_folder(self.uid_locks)
+        folder = confinement.uid_lock_folder(self.uid_locks)
         for uid in range(self.uid_base, self.uid_base + 10_000):
-            if uid not in self._uids and (lock := _claim_uid(folder, uid)) is not None:
+            if uid not in self._uids and (lock := confinement.claim_uid(folder, uid)) is not None:
                 self._uids[uid] = lock
                 return uid
         raise SandboxError(f"no free session uid from {self.uid_base} on (see {folder})")
@@ -422,15 +421,15 @@ class LocalSandbox:
 
     def _release(self, uid: int | None, workdir: str, cgroups: list[str]) -> None:
         if uid is not None:
-            _kill_uid(uid)  # anything of this uid still alive (no PID namespace to do it)
+            confinement.kill_uid(uid)  # anything of this uid still alive (no PID namespace to do it)
             self._free_uid(uid)  # only then another session may have it
-        _kill_cgroups(cgroups)  # the same by cgroup (a setsid daemon escapes the process group)
+        confinement.kill_cgroups(cgroups)  # the same by cgroup (a setsid daemon escapes the process group)
         shutil.rmtree(workdir, ignore_errors=True)
         for path in cgroups:
-            _remove_cgroup(path)
+            confinement.remove_cgroup(path)
 
     async def _over_disk(self, s: _Session) -> bool:
-        return await asyncio.to_thread(_size_over, s.workdir, self.disk_mb << 20)
+        return await asyncio.to_thread(confinement.size_over, s.workdir, self.disk_mb << 20)
 
     async def _exec(self, session: str, s: _Session, code: str, timeout: float | None = None) -> CellResult:
         """Run one cell; on timeout or crash the session is stopped and dropped."""
@@ -516,136 +515,6 @@ async def _fails(*command: str) -> str | None:
 
 
 # --- cgroups, uids, disk -------------------------------------------------------------
-
-
-def _cgroup_kind(root: str) -> str | None:
-    """ "v2" or "v1" when this process may make cgroups with memory and pids
-    limits under ``root``, else None."""
-    try:
-        v2 = os.path.join(root, "cgroup.controllers")
-        if os.path.exists(v2):
-            controllers = open(v2).read().split()
-            if {"memory", "pids"} <= set(controllers) and os.access(root, os.W_OK):
-                return "v2"
-            return None
-        if all(os.access(os.path.join(root, c), os.W_OK) for c in ("memory", "pids")):
-            return "v1"
-    except OSError:
-        pass
-    return None
-
-
-def _make_cgroups(root: str, kind: str, limits: dict) -> list[str]:
-    """The session's cgroup folders, with its memory and process limits."""
-    name = f"deepresearch-sandbox/{os.getpid()}-{time.monotonic_ns()}"
-    memory, pids = str(limits["memory_mb"] << 20), str(limits["processes"])
-    try:
-        if kind == "v2":
-            path = os.path.join(root, name)
-            os.makedirs(path)
-            _write(os.path.join(path, "memory.max"), memory)
-            _write(os.path.join(path, "memory.swap.max"), "0")
-            _write(os.path.join(path, "pids.max"), pids)
-            return [path]
-        made = []
-        for controller, file, value in (("memory", "memory.limit_in_bytes", memory), ("pids", "pids.max", pids)):
-            path = os.path.join(root, controller, name)
-            os.makedirs(path)
-            made.append(path)
-            _write(os.path.join(path, file), value)
-        return made
-    except OSError as e:
-        log.warning("cannot make the session's cgroup (%s): limits stay per process", e)
-        return []
-
-
-def _write(path: str, value: str) -> None:
-    with open(path, "w") as f:
-        f.write(value)
-
-
-def _join_cgroups(paths: list[str]) -> None:
-    """In the child, before exec: into the session's cgroups, with everything it starts."""
-    for path in paths:
-        with suppress(OSError):
-            _write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
-
-
-def _uid_lock_folder(folder: str | None) -> str:
-    """The folder where root workers claim session uids: one per machine,
-    root's own."""
-    if folder is None:
-        folder = "/run" if os.access("/run", os.W_OK) else tempfile.gettempdir()
-        folder = os.path.join(folder, "deepresearch-sandbox-uids")
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        info = os.lstat(folder)
-    except OSError as e:
-        raise SandboxError(f"cannot make {folder} to claim session uids in: {e}") from e
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
-        raise SandboxError(f"{folder} is not a private folder of this user: session uids cannot be claimed there")
-    return folder
-
-
-def _claim_uid(folder: str, uid: int) -> int | None:
-    """The fd of an exclusive lock on ``uid`` (held until closed, or until
-    the worker ends), or None when another session holds it."""
-    fd = os.open(os.path.join(folder, str(uid)), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
-
-def _kill_uid(uid: int) -> None:
-    """SIGKILL every process of ``uid`` (the session's own uid)."""
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with suppress(OSError):
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    os.kill(int(entry), signal.SIGKILL)
-
-
-def _kill_cgroups(paths: list[str]) -> None:
-    """SIGKILL every process in the session's cgroups, until none is left
-    (one may fork while it is being killed)."""
-    for _ in range(100):
-        pids = set()
-        for path in paths:
-            with suppress(OSError), open(os.path.join(path, "cgroup.procs")) as f:
-                pids |= {int(pid) for pid in f.read().split()}
-        if not pids:
-            return
-        for pid in pids:
-            with suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.01)
-
-
-def _remove_cgroup(path: str) -> None:
-    """A cgroup can be removed once its killed processes have exited."""
-    for _ in range(100):
-        try:
-            os.rmdir(path)
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.01)
-    log.warning("cannot remove the session's cgroup %s: processes are left in it", path)
-
-
-def _size_over(folder: str, limit: int) -> bool:
-    total = 0
-    for base, _, files in os.walk(folder):
-        for name in files:
-            with suppress(OSError):
-                total += os.lstat(os.path.join(base, name)).st_blocks * 512
-            if total > limit:
-                return True
-    return False
 
 
 def _describe(returncode: int) -> str:

@@ -25,7 +25,6 @@ Reports are rendered without raw HTML (as the HTML export is).
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 from importlib import resources
 from typing import Any
@@ -39,6 +38,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
+from client.desk.guard import TOKEN_COOKIE, Guard
 from client.errors import failure_message, rejection_reason
 from client.export import render, report_html, sources_html
 from client.runs import WORKFLOW_TYPE, new_workflow_id, start_research
@@ -58,7 +58,6 @@ from workflows.models import (
 )
 
 PHASES = ("coordinating", "clarifying", "investigating", "planning", "awaiting_review", "researching", "reporting")
-TOKEN_COOKIE = "desk_token"
 MEDIA = {"md": "text/markdown; charset=utf-8", "html": "text/html; charset=utf-8", "json": "application/json"}
 
 
@@ -88,34 +87,8 @@ def create_app(conn: Connection, *, token: str | None = None, temporal_ui: str |
         Route("/api/runs/{run_id}/{kind:str}", desk.side_output, methods=["GET", "POST"]),
     ]
     app = Starlette(routes=routes)
-    app.add_middleware(_Guard, desk=desk)
+    app.add_middleware(Guard, token=desk.token)
     return app
-
-
-class _Guard:
-    """The token (when set), and same-origin JSON for anything that changes."""
-
-    def __init__(self, app, desk: Desk) -> None:
-        self.app, self.desk = app, desk
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        request = Request(scope)
-        if self.desk.token:
-            offered = request.query_params.get("token") or request.cookies.get(TOKEN_COOKIE) or ""
-            offered = offered or request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-            if not hmac.compare_digest(offered.encode(), self.desk.token.encode()):
-                response = JSONResponse({"error": "this desk needs its token: open it with ?token=…"}, 401)
-                return await response(scope, receive, send)
-        if request.method == "POST":
-            origin = request.headers.get("origin")
-            host = request.headers.get("host", "")
-            if origin and origin.split("://", 1)[-1] != host:
-                return await JSONResponse({"error": "cross-site requests are refused"}, 403)(scope, receive, send)
-            if not request.headers.get("content-type", "").startswith("application/json"):
-                return await JSONResponse({"error": "send JSON"}, 415)(scope, receive, send)
-        return await self.app(scope, receive, send)
 
 
 class Desk:
