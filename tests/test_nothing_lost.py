@@ -116,23 +116,24 @@ FILLER_WORDS = (
 ).split()
 
 
-def long_page(name: str, facts: list[str], size: int = 150_000) -> str:
-    """A page of about ``size`` characters with a fact at the start, one in the
-    middle and one at the end, and filler that shares none of their words."""
+def long_page(name: str, facts: list[str], size: int = 150_000, chinese: bool = False) -> str:
+    """A page of about ``size`` bytes (UTF-8) with a fact at the start, one in
+    the middle and one at the end, and filler that shares none of their words
+    (English, or Chinese without spaces)."""
     import random
 
     rng = random.Random(name)
     paragraphs: list[str] = []
     length = 0
     while length < size:
-        words = [rng.choice(FILLER_WORDS) for _ in range(rng.randint(40, 90))]
-        paragraph = " ".join(words).capitalize() + "."
+        words = [rng.choice(FILLER_ZH if chinese else FILLER_WORDS) for _ in range(rng.randint(40, 90))]
+        paragraph = "".join(words) + "。" if chinese else " ".join(words).capitalize() + "."
         paragraphs.append(paragraph)
-        length += len(paragraph) + 1
+        length += len(paragraph.encode()) + 1
     paragraphs.insert(1, facts[0])
     paragraphs.insert(len(paragraphs) // 2, facts[1])
     paragraphs.insert(len(paragraphs) - 1, facts[2])
-    return article(f"Lantern Rock records {name}", paragraphs)
+    return article(f"灯塔档案{name}" if chinese else f"Lantern Rock records {name}", paragraphs)
 
 
 async def test_facts_anywhere_in_three_long_pages_reach_the_report_with_an_8k_window(
@@ -240,22 +241,6 @@ FILLER_ZH = (
 ).split()
 
 
-def long_chinese_page(name: str, facts: list[str], size: int = 150_000) -> str:
-    """About ``size`` bytes of Chinese (UTF-8) with a fact at the start, the middle and the end."""
-    import random
-
-    rng = random.Random(name)
-    paragraphs, length = [], 0
-    while length < size:
-        paragraph = "".join(rng.choice(FILLER_ZH) for _ in range(rng.randint(40, 90))) + "。"
-        paragraphs.append(paragraph)
-        length += len(paragraph.encode())
-    paragraphs.insert(1, facts[0])
-    paragraphs.insert(len(paragraphs) // 2, facts[1])
-    paragraphs.insert(len(paragraphs) - 1, facts[2])
-    return article(f"灯塔档案{name}", paragraphs)
-
-
 async def test_a_chinese_run_reading_three_long_pages_at_once_fits_a_16k_window(
     temporal_client, task_queue, research_worker, llm, script, tavily, pages
 ):
@@ -269,7 +254,7 @@ async def test_a_chinese_run_reading_three_long_pages_at_once_fits_a_16k_window(
         for name, counts in (("甲", (101, 202, 303)), ("乙", (404, 505, 606)), ("丙", (707, 808, 909)))
     }
     for n, (name, lines) in enumerate(facts.items()):
-        pages.add(f"/zh-{n}", long_chinese_page(name, lines))
+        pages.add(f"/zh-{n}", long_page(name, lines, chinese=True))
     tavily.handler = lambda query, k: [
         {"title": f"灯塔档案{n}", "url": pages.url(f"/zh-{n}"), "content": "档案。", "score": 0.9} for n in range(3)
     ]

@@ -71,6 +71,18 @@ async def run_agent(
     mcp = await calls.mcp_tools(role)  # MCP tool schemas, listed once per run
     allowed = names + [t["function"]["name"] for t in mcp]
     paused = False
+
+    def turn_request(history: str | None, messages: list[Message]) -> ModelRequest:
+        return ModelRequest(
+            role=role,
+            prompt=role,
+            variables=variables,
+            history=history,
+            messages=messages,
+            tools=names,
+            extra_tools=mcp,
+        )
+
     try:
         for turn in range(checkpoint.turns, max_turns):
             if turn > checkpoint.turns and _should_pause():
@@ -82,18 +94,7 @@ async def run_agent(
                 if turn == 0:
                     return "(not researched: the run's token budget was spent before this step began)"
                 break  # answer from what was gathered
-            reply = await calls.chat(
-                ModelRequest(
-                    role=role,
-                    prompt=role,
-                    variables=variables,
-                    history=history,
-                    messages=messages,
-                    tools=names,
-                    extra_tools=mcp,
-                ),
-                where,
-            )
+            reply = await calls.chat(turn_request(history, messages), where)
             history = reply.history
             # Every call gets an answer (an unknown tool gets an error), so
             # the conversation stays valid for the provider.
@@ -103,19 +104,8 @@ async def run_agent(
             results = await _run_tools(calls, wanted, session, cells, allowed, role, where or role)
             messages = [tool_message(c, r) for c, r in zip(wanted, results)]
         messages.append(Message(role="user", content=FINAL_TURN))
-        reply = await calls.chat(
-            ModelRequest(
-                role=role,
-                prompt=role,
-                variables=variables,
-                history=history,
-                messages=messages,
-                tools=names,
-                extra_tools=mcp,
-                tool_choice="none",
-            ),
-            f"{where} · final answer" if where else "",
-        )
+        final = turn_request(history, messages).model_copy(update={"tool_choice": "none"})
+        reply = await calls.chat(final, f"{where} · final answer" if where else "")
         return reply.content or "(no findings)"
     finally:
         if cells.any() and not paused:  # a paused step keeps its sandbox session
