@@ -266,11 +266,11 @@ class ModelActivities:
             json.dumps([m.model_dump(exclude_defaults=True) for m in conversation + [reply]])
         )
         usage = response.usage
-        reading, script, problem = None, None, None
+        plan, script, problem = None, None, None
         locale = str(request.variables.get("locale") or "en-US")
         if request.output == "plan":  # json-repair can take long on hostile text: off the event loop
-            reading = await asyncio.to_thread(read_plan, content, request.max_steps or 20, locale, request.topic)
-            problem = reading.problem
+            plan = await asyncio.to_thread(read_plan, content, request.max_steps or 20, locale, request.topic)
+            problem = plan.problem
         elif request.output == "podcast":
             script, problem = await asyncio.to_thread(read_podcast_script, content, locale)
         return ModelReply(
@@ -279,9 +279,9 @@ class ModelActivities:
             history=history,
             prompt_tokens=_count(usage, "prompt_tokens"),
             completion_tokens=_count(usage, "completion_tokens"),
-            plan=reading.plan if reading else None,
+            plan=plan.plan if plan else None,
             problem=problem,
-            steps_cut=reading.cut if reading else [],
+            steps_cut=plan.cut if plan else [],
             podcast=script,
             context_window=learned,
         )
