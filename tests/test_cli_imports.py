@@ -45,13 +45,17 @@ NOT_FOR_QUICK_COMMANDS = WORKER_SIDE + (
 def modules_after(argv: list[str], *, run: bool) -> set[str]:
     """The modules loaded after parsing ``argv`` (and, with ``run``, running
     the command against an address where nothing listens)."""
+    # Ends with os._exit after flushing, as the CLI does (infra.process.exit_now):
+    # an interpreter that opened a temporalio client can abort at exit.
     code = f"""
-import json, sys
+import json, os, sys
 from client.cli import build_parser, dispatch
 args = build_parser().parse_args({argv!r})
 if {run!r}:
     dispatch(args)
-print(json.dumps(sorted(sys.modules)))
+print(json.dumps(sorted(sys.modules)), flush=True)
+sys.stderr.flush()
+os._exit(0)
 """
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -149,7 +149,7 @@ def collector():
 
 
 CLIENT_SCRIPT = """
-import asyncio, sys
+import asyncio, os, sys
 from pathlib import Path
 from client.runs import WORKFLOW_TYPE
 from infra.temporal import connect, Connection
@@ -172,7 +172,8 @@ async def main():
 
 asyncio.run(main())
 flush_tracing()
-print("done")
+print("done", flush=True)
+os._exit(0)  # as the CLI ends: a process that opened a temporalio client can abort at exit
 """
 
 
