@@ -39,6 +39,7 @@ from infra.settings import Settings, check_model_endpoint, private_dir
 from infra.temporal import Connection, connect
 from infra.tracing import tracing_enabled
 from workflows.deep_research import DeepResearch
+from workflows.models import build_schemas
 from workflows.podcast import Podcast
 from workflows.prose import Prose
 from workflows.slides import Slides
@@ -69,6 +70,7 @@ def build_worker(
     by every worker on the queue (the server enforces it; the value the
     workers last set wins). Interceptors of the client (e.g. tracing, see
     infra/tracing.py) apply already; ``interceptors`` adds more."""
+    build_schemas()
     blobs = blob_store(settings.data_dir)
     sandbox = make_sandbox(settings)
     model = ModelActivities(settings, blobs)
