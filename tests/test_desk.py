@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from pptx import Presentation
 
 from client.wording import usage_text
 from testkit.crash import Gate
@@ -187,6 +188,31 @@ async def test_the_page_follows_a_run_through_a_worker_crash(
         await process.ready(temporal_client)
         await phase_is(page, "completed", timeout=120_000)  # the same page, no reload
     await playwright_api.expect(page.get_by_test_id("report")).to_contain_text(FACT)
+
+
+async def test_slides_made_on_the_page_appear_when_done_without_a_reload(page, desk, worker, script, llm, tmp_path):
+    gate = Gate(script, "slides")  # holds the slides model's call until released
+    llm.handler = gate
+    await start_from_page(page, desk)
+    await phase_is(page, "awaiting_review")
+    await page.get_by_test_id("accept-button").click()
+    await phase_is(page, "completed")
+    make, download = page.locator("#make-slides"), page.get_by_test_id("download-pptx")
+    await playwright_api.expect(download).to_be_hidden()
+    await make.click()
+    await gate.wait_reached()
+    await playwright_api.expect(make).to_have_text("making slides…")  # being made: said, and not asked twice
+    await playwright_api.expect(make).to_be_disabled()
+    gate.release()
+    await playwright_api.expect(download).to_be_visible(timeout=WAIT)  # the same page, no reload
+    await playwright_api.expect(make).to_be_hidden()
+    async with page.expect_download() as downloaded:
+        await download.click()
+    path = tmp_path / "deck.pptx"
+    await (await downloaded.value).save_as(path)
+    deck = Presentation(str(path))
+    text = " ".join(shape.text_frame.text for slide in deck.slides for shape in slide.shapes if shape.has_text_frame)
+    assert FACT in text
 
 
 async def test_bad_input_gets_one_clear_message(page, desk, worker, script):

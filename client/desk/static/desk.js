@@ -199,6 +199,7 @@ function showPlan(status) {
   $("review").hidden = !status.review_pending;
 }
 
+let sideCheck = null;
 function showReport(id, data) {
   const box = $("report-box");
   const base = `/api/runs/${encodeURIComponent(id)}`;
@@ -211,11 +212,24 @@ function showReport(id, data) {
   $("download-html").href = base + "/report.html";
   $("download-json").href = base + "/report.json";
   const files = data.files || {};
+  const making = { slides: "making slides…", podcast: "making a podcast…" };
   for (const kind of ["slides", "podcast"]) {
     const ready = files[kind] === "completed";
+    const running = files[kind] === "running";
+    const make = $("make-" + kind);
     $("download-" + kind).hidden = !ready;
     $("download-" + kind).href = base + "/" + kind;
-    $("make-" + kind).hidden = ready || files[kind] === "running";
+    make.hidden = ready;
+    make.disabled = running;
+    make.dataset.label = make.dataset.label || make.textContent; // "make slides", from the page
+    make.textContent = running ? making[kind] : make.dataset.label;
+  }
+  // A podcast or deck being made: look again until it is there.
+  if (!sideCheck && ["slides", "podcast"].some((kind) => files[kind] === "running")) {
+    sideCheck = setTimeout(() => {
+      sideCheck = null;
+      if (current && current.id === id) refresh();
+    }, 2000);
   }
   $("usage").textContent = `${data.result.status} · ${data.result.usage_text}`;
   box.hidden = false;
