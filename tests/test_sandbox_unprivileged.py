@@ -11,12 +11,14 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NOBODY = 65534
+PACKAGES = ("activities", "infra", "workflows", "testkit")  # what testkit/sandbox_as_user.py imports
 
 
 def interpreter_for_nobody() -> str:
@@ -35,15 +37,22 @@ def interpreter_for_nobody() -> str:
 
 @pytest.fixture
 def as_nobody():
+    """Runs ``python ARGS`` as user nobody, on a copy of the code it needs
+    (the checkout may sit in a folder only root may enter, as one made by
+    ``mktemp -d``)."""
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         pytest.skip("needs root (to drop to another user) and setpriv")
     python = interpreter_for_nobody()
+    code = Path(tempfile.mkdtemp(prefix="sandbox-as-nobody-"))
+    code.chmod(0o755)
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, code / package, ignore=shutil.ignore_patterns("__pycache__"))
 
     def run(*argv: str) -> dict:
-        env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT), "HOME": "/tmp", "LANG": "C.UTF-8"}
+        env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(code), "HOME": "/tmp", "LANG": "C.UTF-8"}
         done = subprocess.run(
             ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", python, *argv],
-            cwd=ROOT,
+            cwd=code,
             env=env,
             capture_output=True,
             text=True,
@@ -52,7 +61,8 @@ def as_nobody():
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout.strip().splitlines()[-1])
 
-    return run
+    yield run
+    shutil.rmtree(code)
 
 
 def test_an_unprivileged_worker_s_sandbox_keeps_code_away_from_keys_ports_and_processes(as_nobody):
