@@ -168,7 +168,7 @@ class ModelActivities:
         conversation = [Message.model_validate(m) for m in earlier] + request.messages
         refs = sorted({m.blob for m in conversation if m.blob})  # tool outputs, crawled pages
         blobs = dict(zip(refs, await asyncio.gather(*(self.blobs.get(ref) for ref in refs))))
-        role = role_key(request)
+        role = request.serving_role
         window = window or self.window(request)
         tools = [self.tools[name] for name in request.tools if name in self.tools] + request.extra_tools
         # Room for the answer and for the tool schemas, which count too.
@@ -208,7 +208,7 @@ class ModelActivities:
     def window(self, request: ModelRequest) -> int:
         """The role's context window: configured (or by model name), or the
         smaller one the run learned from the provider."""
-        configured = self.settings.context_window_for(role_key(request))
+        configured = self.settings.context_window_for(request.serving_role)
         return min(configured, request.context_window or configured)
 
     async def _complete(self, request: ModelRequest, headers: dict[str, str]) -> tuple[Any, list[Message], int | None]:
@@ -232,7 +232,7 @@ class ModelActivities:
                     raise ApplicationError(
                         f"the model provider still finds the request too long for its context window after "
                         f"fitting it to {window:,} tokens ({scrub(str(err.message), self.settings.secrets)}): "
-                        f"set DEEPRESEARCH_CONTEXT_WINDOW (or DEEPRESEARCH_CONTEXT_WINDOW_{role_key(request).upper()}) "
+                        f"set DEEPRESEARCH_CONTEXT_WINDOW (or DEEPRESEARCH_CONTEXT_WINDOW_{request.serving_role.upper()}) "
                         "to the model's window",
                         type="ModelRequestError",
                         non_retryable=True,
@@ -300,11 +300,6 @@ def _reading_hints(conversation: list[Message]) -> str:
                 except (ValueError, AttributeError):
                     pass
     return task[:4000] + "\n" + "\n".join(queries)
-
-
-def role_key(request: ModelRequest) -> str:
-    """The role whose model and window serve ``request``."""
-    return "reasoning" if request.reasoning else request.role
 
 
 def _count(usage: Any, name: str) -> int:

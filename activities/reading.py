@@ -21,6 +21,7 @@ from collections import Counter
 from activities import tokens
 
 PASSAGE_TOKENS = 250  # a passage: about a paragraph
+_GAP = "\n\n…\n\n"  # between passages that are not next to each other
 _WORD = re.compile(r"[^\W_]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？]|\n")
@@ -51,7 +52,8 @@ def passages(text: str, max_tokens: int = PASSAGE_TOKENS) -> list[str]:
     for paragraph in re.split(r"\n\s*\n", text):
         paragraph, start = paragraph.strip(), 0
         while start < len(paragraph):
-            head = tokens.clip(paragraph[start:], max_tokens)
+            # (no character costs under a third of a token: what fits lies in the next 3 * max_tokens)
+            head = tokens.clip(paragraph[start : start + 3 * max_tokens + 3], max_tokens)
             if start + len(head) < len(paragraph):
                 ends = [m.end() for m in _SENTENCE_END.finditer(head)]
                 cut = ends[-1] if ends and ends[-1] > len(head) // 3 else max(len(head), 1)
@@ -162,9 +164,6 @@ def view(
     if chosen:
         shown += f"\n\n[… most relevant further passages, in page order …]\n\n{page.text(chosen, gap=_GAP)}"
     return shown
-
-
-_GAP = "\n\n…\n\n"
 
 
 def parts(text: str, share: int) -> list[str]:

@@ -208,6 +208,24 @@ async def test_9_list_shows_the_question_and_blob_prints_a_stored_page(
     assert bad.returncode == 1 and "not a blob reference" in bad.stderr
 
 
+@contextlib.contextmanager
+def on_terminal(env: dict, *args: str) -> Iterator[int]:
+    """`deepresearch ARGS` on a pseudo-terminal, as a user runs it; yields the
+    terminal's fd, and kills the CLI when done."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the CLI on a terminal
+        argv = [str(BIN / "deepresearch"), *args]
+        os.execve(argv[0], argv, env | {"TERM": "xterm", "COLUMNS": "120"})
+    try:
+        yield fd
+    finally:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+
+
 def read_until(fd: int, pattern: str, timeout: float = 90) -> str:
     seen = b""
     deadline = time.monotonic() + timeout
@@ -235,14 +253,7 @@ async def test_5_and_10_an_edit_typed_at_the_terminal_stays_and_attach_reviews_a
     with WorkerProcess(worker_env, tmp_path / "worker.log") as process:
         await process.ready(temporal_client)
         run_id = cli(worker_env, "start", QUESTION).stdout.strip()
-        pid, fd = pty.fork()
-        if pid == 0:  # the child: the CLI on a terminal
-            os.execve(
-                str(BIN / "deepresearch"),
-                [str(BIN / "deepresearch"), "attach", run_id],
-                worker_env | {"TERM": "xterm", "COLUMNS": "120"},
-            )
-        try:
+        with on_terminal(worker_env, "attach", run_id) as fd:
             read_until(fd, r"Accept the plan\?")
             os.write(fd, b"add a step on shipwrecks\r")
             shown = read_until(fd, r"revising the plan with your edit \(add a step on shipwrecks\)")
@@ -250,12 +261,6 @@ async def test_5_and_10_an_edit_typed_at_the_terminal_stays_and_attach_reviews_a
             read_until(fd, r"Edited: add a step on shipwrecks[\s\S]*Accept the plan\?")
             os.write(fd, b"\r")
             read_until(fd, r"report saved to", timeout=120)
-        finally:
-            try:
-                os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
-            os.waitpid(pid, 0)
 
 
 async def test_10_run_attach_reviews_a_run_started_with_start_and_the_html_report_is_dated(
@@ -268,21 +273,11 @@ async def test_10_run_attach_reviews_a_run_started_with_start_and_the_html_repor
     with WorkerProcess(worker_env, tmp_path / "worker.log") as process:
         await process.ready(temporal_client)
         run_id = cli(worker_env, "start", QUESTION).stdout.strip()
-        pid, fd = pty.fork()
-        if pid == 0:  # the child: the CLI on a terminal
-            argv = [str(BIN / "deepresearch"), "run", "--attach", run_id, "-o", str(saved)]
-            os.execve(argv[0], argv, worker_env | {"TERM": "xterm", "COLUMNS": "120"})
-        try:
+        with on_terminal(worker_env, "run", "--attach", run_id, "-o", str(saved)) as fd:
             shown = read_until(fd, r"Accept the plan\?")
             assert f"attached to run {run_id}" in shown
             os.write(fd, b"\r")
             read_until(fd, r"report saved to", timeout=120)
-        finally:
-            try:
-                os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
-            os.waitpid(pid, 0)
     footer = saved.read_text(encoding="utf-8").split("<footer>", 1)[1]
     assert day_before in footer or datetime.now(UTC).date().isoformat() in footer  # run at midnight UTC
 

@@ -99,15 +99,19 @@ def failure_reason(err: BaseException) -> str:
     return str(getattr(cause, "message", None) or cause)
 
 
-def refused_window(err: ActivityError) -> int | None:
-    """The window a request was fitted to when the model activity refused it
-    as too large (``RequestTooLarge``: tokens, budget, window)."""
+def too_large(err: ActivityError) -> tuple[int, int, int | None] | None:
+    """(tokens, budget, window) when the model activity refused a request as
+    too large for the context window (``RequestTooLarge``), else None. The
+    window is None when not given; tokens and budget that do not read give
+    (2, 1): too large, by an unknown amount."""
     cause = err.cause
-    if isinstance(cause, ApplicationError) and cause.type == "RequestTooLarge":
-        details = list(cause.details or ())
-        if len(details) == 3 and isinstance(details[2], int) and details[2] > 0:
-            return details[2]
-    return None
+    if not (isinstance(cause, ApplicationError) and cause.type == "RequestTooLarge"):
+        return None
+    details = list(cause.details or ())
+    window = details[2] if len(details) == 3 and isinstance(details[2], int) and details[2] > 0 else None
+    if len(details) < 2 or not all(isinstance(d, int) and d > 0 for d in details[:2]):
+        return 2, 1, window
+    return details[0], details[1], window
 
 
 EMPTY_REPLY = "Your reply was empty. Please answer now."
@@ -141,7 +145,7 @@ class ActivityCalls:
         """A model call; ``where`` labels it in the Temporal UI (default: the
         role). A context window learned from the provider's refusal is used
         for the rest of the run."""
-        role = "reasoning" if request.reasoning else request.role
+        role = request.serving_role
         if role in self.state.windows and request.context_window is None:
             request = request.model_copy(update={"context_window": self.state.windows[role]})
         try:
@@ -149,8 +153,8 @@ class ActivityCalls:
                 "chat", request, result_type=ModelReply, summary=summary(where or request.role), **MODEL_CALL
             )
         except ActivityError as err:
-            if (window := refused_window(err)) is not None:
-                self._learn(role, window)
+            if (refused := too_large(err)) and refused[2] is not None:
+                self._learn(role, refused[2])
             raise
         if reply.context_window:
             self._learn(role, reply.context_window)

@@ -295,12 +295,17 @@ class ModelRequest(Model):
     output: Literal["text", "plan", "podcast"] = "text"
     max_steps: int | None = None
     topic: str = ""
-    # "refuse": fail with RequestTooLarge (details: tokens, budget) instead of
-    # trimming a request that does not fit the context window.
+    # "refuse": fail with RequestTooLarge (details: tokens, budget, window)
+    # instead of trimming a request that does not fit the context window.
     on_overflow: Literal["trim", "refuse"] = "trim"
     # The role's context window as the run learned it from the provider
     # (smaller than configured); None: as configured.
     context_window: int | None = None
+
+    @property
+    def serving_role(self) -> str:
+        """The role whose model and context window serve this request."""
+        return "reasoning" if self.reasoning else self.role
 
 
 class ModelReply(Model):

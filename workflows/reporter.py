@@ -11,8 +11,9 @@ import asyncio
 import re
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
+from workflows.activity_calls import too_large
 from workflows.box import Box
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
@@ -36,13 +37,13 @@ async def write_report(box: Box, partial: str = "") -> str:
             reply = await box.calls.chat_said(_report_request(box, findings, partial, trim=last), "reporter")
             break
         except ActivityError as err:
-            too_large = _too_large(err)
-            if too_large is None or not findings:
+            oversized = _too_large(err)
+            if oversized is None or not findings:
                 raise
             box.emit(
-                "notice", f"the findings do not fit the reporter's context window: condensing ({too_large[0]:,} tokens)"
+                "notice", f"the findings do not fit the reporter's context window: condensing ({oversized[0]:,} tokens)"
             )
-            findings = await _condense_all(box, findings, *too_large)
+            findings = await _condense_all(box, findings, *oversized)
     report = verify_citations(reply.content, list(state.sources.values()))
     if partial and "partial" not in report[:500].lower():
         report = f"> **Partial report:** {partial}; it covers only what was found before.\n\n{report}"
@@ -77,13 +78,8 @@ def _report_request(box: Box, findings: list[tuple[str, str]], partial: str, tri
 
 def _too_large(err: ActivityError) -> tuple[int, int] | None:
     """(tokens, budget) when the model activity refused an oversized request."""
-    cause = err.cause
-    if isinstance(cause, ApplicationError) and cause.type == "RequestTooLarge":
-        details = list(cause.details or ())[:2]  # (tokens, budget[, window])
-        if len(details) == 2 and all(isinstance(d, int) and d > 0 for d in details):
-            return details[0], details[1]
-        return 2, 1
-    return None
+    refused = too_large(err)
+    return refused[:2] if refused else None
 
 
 async def _condense_all(box: Box, findings: list[tuple[str, str]], tokens: int, budget: int) -> list[tuple[str, str]]:
@@ -107,10 +103,10 @@ async def _condense(box: Box, text: str, tokens: int, depth: int = 0) -> str:
     try:
         reply = await box.calls.chat(request, "reporter · condensing findings")
     except ActivityError as err:
-        too_large = _too_large(err)
-        if too_large is None:
+        oversized = _too_large(err)
+        if oversized is None:
             raise
-        parts = min(max(-(-too_large[0] // too_large[1]) + 1, 2), 16)
+        parts = min(max(-(-oversized[0] // oversized[1]) + 1, 2), 16)
         size = -(-len(text) // parts)
         pieces = [text[i : i + size] for i in range(0, len(text), size)]
         condensed = await asyncio.gather(*(_condense(box, p, max(tokens // parts, 40), depth + 1) for p in pieces))

@@ -514,7 +514,7 @@ async def _fails(*command: str) -> str | None:
     return f"`{' '.join(command)}` failed: {detail[-1] if detail else _describe(proc.returncode)}"
 
 
-# --- cgroups, uids, disk -------------------------------------------------------------
+# --- what a session's end looks like ------------------------------------------------
 
 
 def _describe(returncode: int) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from client.display import make_console, print_report
 from client.options import connection, output_format
@@ -11,12 +12,15 @@ from client.talk import exit_code, write_file
 from infra.temporal import connect
 from workflows.models import ResearchResult
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 
 async def main(args: argparse.Namespace) -> int:
     conn = connection(args)
     client = await connect(conn)
     if (kind := await side_kind(client, args.workflow_id)) is not None:
-        return await side_result(conn, client, kind, args)
+        return await side_result(conn, client, kind, args.workflow_id, args.output, args.format)
     handle = client.get_workflow_handle(args.workflow_id, result_type=ResearchResult)
     result: ResearchResult = await handle.result()
     from client.export import render  # markdown-it: only when a report is rendered
@@ -41,16 +45,19 @@ async def side_kind(client, workflow_id: str) -> str | None:
     return kinds.get(described.workflow_type)
 
 
-async def side_result(conn, client, kind: str, args: argparse.Namespace) -> int:
-    """A side output fetched again: its file written, or its text printed."""
+async def side_result(
+    conn, client, kind: str, workflow_id: str, output: Path | None = None, fmt: str | None = None
+) -> int:
+    """A side output, once finished: its file written (to ``output``, else
+    where `podcast` / `slides` save it), or its text printed. ``fmt``: "json"
+    prints it as JSON, "md" writes slides as Marp markdown."""
     from client.commands import podcast, prose, slides
 
-    handle = client.get_workflow_handle(args.workflow_id, result_type=RESULT_TYPES[SIDE_TYPES[kind]])
+    handle = client.get_workflow_handle(workflow_id, result_type=RESULT_TYPES[SIDE_TYPES[kind]])
     result = await handle.result()
-    as_json = args.format == "json"
+    as_json = fmt == "json"
     if kind == "podcast":
-        return await podcast.save(conn, result, args.output, as_json, handle.id)
+        return await podcast.save(conn, result, output, as_json, handle.id)
     if kind == "slides":
-        fmt = args.format if args.format in ("md",) else None
-        return await slides.save(conn, result, args.output, fmt, as_json, handle.id)
+        return await slides.save(conn, result, output, "md" if fmt == "md" else None, as_json, handle.id)
     return prose.show(result, as_json, handle.id)

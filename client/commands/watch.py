@@ -10,11 +10,10 @@ import argparse
 from temporalio.client import WorkflowFailureError
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
-from client.commands.result import side_kind
+from client.commands.result import side_kind, side_result
 from client.display import event_line, make_console
 from client.errors import CliError, failure_message
 from client.options import connection
-from client.side_outputs import RESULT_TYPES, SIDE_TYPES
 from client.talk import exit_code
 from client.wording import usage_text
 from infra.temporal import Connection, cli_name, connect
@@ -50,15 +49,7 @@ async def main(args: argparse.Namespace) -> int:
 async def side_output_saved(conn: Connection, client, kind: str, workflow_id: str) -> int:
     """The finished podcast or deck written to its default file (the line
     says where), or the rewritten prose printed; a failed one is one line."""
-    from client.commands import podcast, prose, slides
-
-    handle = client.get_workflow_handle(workflow_id, result_type=RESULT_TYPES[SIDE_TYPES[kind]])
     try:
-        result = await handle.result()
+        return await side_result(conn, client, kind, workflow_id)
     except WorkflowFailureError as err:
         raise CliError(f"the {kind} {workflow_id} failed: {failure_message(err)}") from None
-    if kind == "podcast":
-        return await podcast.save(conn, result, None, False, workflow_id)
-    if kind == "slides":
-        return await slides.save(conn, result, None, None, False, workflow_id)
-    return prose.show(result, False, workflow_id)
