@@ -197,6 +197,7 @@ async def test_slides_made_on_the_page_appear_when_done_without_a_reload(page, d
     await phase_is(page, "awaiting_review")
     await page.get_by_test_id("accept-button").click()
     await phase_is(page, "completed")
+    await playwright_api.expect(page.get_by_test_id("report")).to_contain_text(FACT, timeout=WAIT)
     make, download = page.locator("#make-slides"), page.get_by_test_id("download-pptx")
     await playwright_api.expect(download).to_be_hidden()
     await make.click()

@@ -167,7 +167,20 @@ async function refresh() {
     $("phase").textContent = data.workflow_status;
   }
   if (data.result) showReport(id, data);
+  else if (data.workflow_status === "running" && status && ["completed", "failed"].includes(status.phase)) {
+    lookAgain(id, 500); // the run is closing: its result comes in a moment
+  }
   return true;
+}
+
+let lookingAgain = null;
+function lookAgain(id, ms) {
+  // Something is still changing that no event will announce: ask again.
+  if (lookingAgain) return;
+  lookingAgain = setTimeout(() => {
+    lookingAgain = null;
+    if (current && current.id === id) refresh();
+  }, ms);
 }
 
 function showQuestion(status) {
@@ -199,7 +212,6 @@ function showPlan(status) {
   $("review").hidden = !status.review_pending;
 }
 
-let sideCheck = null;
 function showReport(id, data) {
   const box = $("report-box");
   const base = `/api/runs/${encodeURIComponent(id)}`;
@@ -225,12 +237,7 @@ function showReport(id, data) {
     make.textContent = running ? making[kind] : make.dataset.label;
   }
   // A podcast or deck being made: look again until it is there.
-  if (!sideCheck && ["slides", "podcast"].some((kind) => files[kind] === "running")) {
-    sideCheck = setTimeout(() => {
-      sideCheck = null;
-      if (current && current.id === id) refresh();
-    }, 2000);
-  }
+  if (["slides", "podcast"].some((kind) => files[kind] === "running")) lookAgain(id, 2000);
   $("usage").textContent = `${data.result.status} · ${data.result.usage_text}`;
   box.hidden = false;
 }
