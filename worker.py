@@ -31,12 +31,13 @@ from activities.sandbox.base import Sandbox
 from activities.search.activities import SearchActivities
 from activities.speech import SpeechActivities
 from infra.blobs import blob_store
+from infra.connection import Connection
 from infra.errors import ConfigError, ConnectionFailed
 from infra.payload_storage import payload_storage_location as payload_storage
 from infra.process import exit_now, protect_secrets, stop_on_signals
 from infra.s3 import S3Config, s3_client
 from infra.settings import Settings, check_model_endpoint, private_dir
-from infra.temporal import Connection, connect
+from infra.temporal import connect
 from infra.tracing import tracing_enabled
 from workflows.deep_research import DeepResearch
 from workflows.models import build_schemas

@@ -25,9 +25,10 @@ from temporalio.client import Client, WorkflowHandle
 from bench.script import BenchScript
 from client.devserver import DevServer
 from client.runs import start_research
+from infra.connection import Connection
 from infra.errors import ConnectionFailed
 from infra.settings import Settings
-from infra.temporal import Connection, connect
+from infra.temporal import connect
 from testkit.llm_server import ScriptedLLM
 from testkit.pages import PageServer
 from testkit.search_server import ScriptedTavily

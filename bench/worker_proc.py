@@ -14,8 +14,9 @@ import os
 import signal
 import sys
 
+from infra.connection import Connection
 from infra.settings import Settings
-from infra.temporal import Connection, connect
+from infra.temporal import connect
 from worker import build_worker
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
@@ -16,7 +17,9 @@ from rich.table import Table
 from rich.text import Text
 
 from client.wording import usage_text
-from workflows.models import Plan, ProgressEvent, RunStatus
+
+if TYPE_CHECKING:  # a status may also come as quick.Fields: `status` need not load the models
+    from workflows.models import Plan, ProgressEvent, RunStatus
 
 STEP_MARKS = {
     "pending": ("·", "dim"),

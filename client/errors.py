@@ -9,26 +9,27 @@ class CliError(Exception):
     """A one-line error for the user."""
 
 
+class UpdateRejected(Exception):
+    """A workflow rejected an update (a review, an answer); the message is its
+    reason. Raised by the quick way (client/quick.py) where the full client
+    raises WorkflowUpdateFailedError."""
+
+
 def error_line(err: Exception, args: argparse.Namespace) -> str | None:
     """The one line to show for an error the user can cause; None for a bug."""
-    from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError, WorkflowUpdateFailedError
     from temporalio.exceptions import WorkflowAlreadyStartedError
     from temporalio.service import RPCError, RPCStatusCode
 
-    from infra.errors import ConfigError, ConnectionFailed
-    from infra.temporal import Connection, cli_name
+    from infra.connection import Connection
+    from infra.errors import ConfigError, ConnectionFailed, cli_name
 
     workflow_id = getattr(args, "workflow_id", None)
     if isinstance(err, CliError | ConnectionFailed | ConfigError):
         return str(err)
-    if isinstance(err, WorkflowUpdateFailedError):
-        return f"{args.command} rejected: {rejection_reason(err)}"
-    if isinstance(err, WorkflowFailureError):
-        return f"the run failed: {failure_message(err)}"
+    if isinstance(err, UpdateRejected):
+        return f"{args.command} rejected: {err}"
     if isinstance(err, WorkflowAlreadyStartedError):
         return f"a run with id {err.workflow_id} is already running"
-    if isinstance(err, WorkflowQueryFailedError):
-        return f"the status query failed: {err.message}"
     if isinstance(err, RPCError):
         if err.status == RPCStatusCode.NOT_FOUND and workflow_id and "namespace" not in err.message.lower():
             if "completed" in err.message:
@@ -37,6 +38,15 @@ def error_line(err: Exception, args: argparse.Namespace) -> str | None:
                 f"no run with id {workflow_id} in namespace {Connection.from_env(namespace=args.namespace).namespace}"
             )
         return f"Temporal: {err.message}"
+    # The SDK's full client's own errors (loaded only now: the quick way does without it).
+    from temporalio.client import WorkflowFailureError, WorkflowQueryFailedError, WorkflowUpdateFailedError
+
+    if isinstance(err, WorkflowUpdateFailedError):
+        return f"{args.command} rejected: {rejection_reason(err)}"
+    if isinstance(err, WorkflowFailureError):
+        return f"the run failed: {failure_message(err)}"
+    if isinstance(err, WorkflowQueryFailedError):
+        return f"the status query failed: {err.message}"
     return None
 
 

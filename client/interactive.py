@@ -17,7 +17,7 @@ from client.display import ProgressView, event_line, render_plan
 from client.errors import CliError, rejection_reason
 from client.options import ACCEPT, EDIT, feedback_from_reply
 from client.talk import POLL_SECONDS, next_action, poll_status, waiting_for_worker
-from infra.temporal import Connection
+from infra.connection import Connection
 from workflows.models import PROGRESS_TOPIC, ProgressEvent, ResearchResult, RunStatus
 
 

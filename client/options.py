@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from client.errors import CliError
 
 if TYPE_CHECKING:
-    from infra.temporal import Connection
+    from infra.connection import Connection
     from workflows.models import ResearchInput
 
 REPORT_STYLES = ("academic", "popular_science", "news", "social_media", "strategic_investment")
@@ -173,7 +173,7 @@ def feedback_from_reply(reply: str) -> str:
 
 
 def connection(args: argparse.Namespace) -> Connection:
-    from infra.temporal import Connection
+    from infra.connection import Connection
 
     return Connection.from_env(address=args.address, namespace=args.namespace, task_queue=args.task_queue)
 

@@ -8,8 +8,8 @@ from typing import Any
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
+from infra.connection import Connection
 from infra.search_attributes import search_attributes_ready
-from infra.temporal import Connection
 from workflows.models import PHASE_ATTRIBUTE, ResearchInput, ResearchResult
 
 WORKFLOW_TYPE = "DeepResearch"

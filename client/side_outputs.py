@@ -14,15 +14,12 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from client.errors import CliError
 from infra.blobs import blob_store
-from infra.temporal import Connection, cli_name
+from infra.connection import Connection
+from infra.errors import cli_name
 from workflows.models import PodcastResult, ProseResult, ResearchResult, SideStatus, SlidesResult, SourceReport
 
 SIDE_TYPES = {"podcast": "Podcast", "slides": "Slides", "prose": "Prose"}
 RESULT_TYPES: dict[str, Any] = {"Podcast": PodcastResult, "Slides": SlidesResult, "Prose": ProseResult}
-
-
-def side_id(run_id: str, kind: str) -> str:
-    return f"{run_id}-{kind}"
 
 
 def status_lines(status: SideStatus, workflow_id: str, state: str) -> list[str]:

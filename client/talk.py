@@ -1,5 +1,6 @@
 """Talking to a run from the CLI: its status, the reasons Temporal gives,
-what to do next, and the exit code."""
+what to do next, and the exit code. Light to import (the SDK's client and
+the models are loaded where used), so the quick `status` can use it."""
 
 from __future__ import annotations
 
@@ -8,19 +9,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from temporalio.client import (
-    Client,
-    WorkflowExecutionStatus,
-    WorkflowHandle,
-    WorkflowQueryFailedError,
-)
 from temporalio.service import RPCError, RPCStatusCode
 
 from infra.errors import cli_name
-from workflows.models import ResearchResult, RunStatus
 
 if TYPE_CHECKING:
-    from infra.temporal import Connection
+    from temporalio.client import Client, WorkflowHandle
+
+    from infra.connection import Connection
+    from workflows.models import ResearchResult, RunStatus
 
 
 POLL_SECONDS = 0.5
@@ -28,11 +25,15 @@ QUERY_TIMEOUT = timedelta(seconds=5)
 
 
 async def query_status(handle: WorkflowHandle) -> RunStatus:
+    from workflows.models import RunStatus
+
     return await handle.query("status", result_type=RunStatus, rpc_timeout=QUERY_TIMEOUT)
 
 
 async def poll_status(handle: WorkflowHandle) -> RunStatus | None:
     """The status, or None while no worker answers (or the run is just starting)."""
+    from temporalio.client import WorkflowQueryFailedError
+
     try:
         return await query_status(handle)
     except WorkflowQueryFailedError:
@@ -94,6 +95,7 @@ async def stuck(client: Client, handle: WorkflowHandle) -> Stuck | None:
     from temporalio.api.common.v1 import WorkflowExecution
     from temporalio.api.enums.v1 import EventType
     from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
+    from temporalio.client import WorkflowExecutionStatus
 
     from workflows.models import PHASE_ATTRIBUTE
 

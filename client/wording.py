@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from workflows.models import Usage
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workflows.models import Usage
 
 
 def plural(count: int, one: str, many: str) -> str:

@@ -28,7 +28,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowHistory
 
 from client.runs import start_research
-from infra.temporal import Connection, connect
+from infra.connection import Connection
+from infra.temporal import connect
 from testkit.llm_server import ScriptedLLM, role_of
 from testkit.pages import PageServer, article
 from testkit.research_script import EXPECTED_SUM, ResearchScript

@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 
 from client.runs import start_research
-from infra.temporal import Connection
+from infra.connection import Connection
 from workflows.models import ResearchInput, RunStatus
 
 HISTORIES = Path(__file__).parent.parent / "tests" / "histories"

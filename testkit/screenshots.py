@@ -21,8 +21,9 @@ import urllib.request
 from pathlib import Path
 
 from client.devserver import DevServer, free_port
+from infra.connection import Connection
 from infra.settings import Settings
-from infra.temporal import Connection, connect
+from infra.temporal import connect
 from testkit.crash import worker_env
 from testkit.llm_server import ScriptedLLM
 from testkit.pages import PageServer, article

@@ -12,8 +12,9 @@ import pytest
 from temporalio.client import Client
 
 from client.devserver import DevServer
+from infra.connection import Connection
 from infra.settings import Settings
-from infra.temporal import Connection, connect
+from infra.temporal import connect
 from testkit.crash import worker_env as worker_environment
 from testkit.llm_server import ScriptedLLM
 from testkit.pages import PageServer, article

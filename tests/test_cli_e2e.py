@@ -160,3 +160,75 @@ async def test_watch_shows_events_from_before_a_worker_crash(env, temporal_clien
     for expected in before_crash + after_crash:
         assert any(line.startswith(expected) for line in lines), (expected, lines)
     assert [line for line in lines if line.startswith("plan: ")][0].startswith("plan: Scripted research")
+
+
+async def test_status_reads_the_same_the_quick_way_as_through_the_full_client(env, worker_process, monkeypatch, capsys):
+    """`status` answers from the query's JSON without the SDK's full client or
+    the models (client/quick.py); what it prints is what the full client and
+    the models print."""
+    from client.cli import build_parser
+    from client.commands import status
+    from client.options import connection
+
+    run_id = cli(env, "start", QUESTION).stdout.strip()
+    wait_for_review(env, run_id)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    for as_json in ([], ["--json"]):
+        args = build_parser().parse_args(["status", run_id, *as_json])
+        printed = []
+        for way in (status.main(args), status.full(args, connection(args), None)):
+            assert await way == 0
+            printed.append(capsys.readouterr().out)
+        assert printed[0] == printed[1]
+        assert "awaiting_review" in printed[0] and "Scripted research" in printed[0]
+
+    # In a process of its own: neither the full client nor the models were loaded.
+    code = f"""
+import json, sys
+from client.cli import build_parser, dispatch
+for argv in (["status", {run_id!r}], ["review", {run_id!r}, "--feedback", "fine"]):
+    code = dispatch(build_parser().parse_args(argv))
+    print(code, file=sys.stderr)
+print(json.dumps(sorted(sys.modules)), flush=True)
+sys.stderr.flush()
+import os; os._exit(0)
+"""
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "awaiting_review" in done.stdout and "review rejected: feedback must start with" in done.stderr
+    modules = json.loads(done.stdout.splitlines()[-1])
+    assert "temporalio.service" in modules
+    heavy = ("temporalio.client", "pydantic", "workflows")
+    assert [m for m in modules if m.split(".")[0] in heavy or m.startswith("temporalio.client")] == []
+
+
+async def test_a_review_sent_while_no_worker_runs_is_applied_once_when_one_comes_back(env, temporal_client, tmp_path):
+    """Temporal answers an update no worker takes after about 20 s; the quick way
+    then hands over to the full client with the same update id, so the edit is
+    applied once, not twice."""
+    with WorkerProcess(env, tmp_path / "worker.log") as worker:
+        await worker.ready(temporal_client)
+        run_id = cli(env, "start", QUESTION).stdout.strip()
+        wait_for_review(env, run_id)
+        worker.stop()
+        review = subprocess.Popen(
+            [str(BIN / "deepresearch"), "review", run_id, "--edit", "add the keeper's name"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(25)
+        assert review.poll() is None  # still waiting for a worker
+        worker.start()
+        await worker.ready(temporal_client)
+        out, err = review.communicate(timeout=60)
+        assert review.returncode == 0, err
+        status = wait_for_review(env, run_id)
+    titles = [step["title"] for step in status["steps"]]
+    assert titles.count("Edited: add the keeper's name") == 1, titles
+    assert status["plan_version"] == 2  # the first plan and the edited one
+    history = await temporal_client.get_workflow_handle(run_id).fetch_history()
+    accepted = [e for e in history.events if e.HasField("workflow_execution_update_accepted_event_attributes")]
+    assert len(accepted) == 1

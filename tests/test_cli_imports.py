@@ -87,10 +87,6 @@ NOWHERE = ["--address", "127.0.0.1:1"]
 @pytest.mark.parametrize(
     "argv",
     [
-        ["status", "X", *NOWHERE],
-        ["review", "X", "--feedback", "[ACCEPTED]", *NOWHERE],
-        ["review", "X", "--accept", *NOWHERE],
-        ["answer", "X", "yes", *NOWHERE],
         ["list", *NOWHERE],
         ["start", "q", *NOWHERE],
         ["result", "X", *NOWHERE],
@@ -100,6 +96,22 @@ def test_quick_commands_load_only_the_temporal_client_and_what_they_print_with(a
     modules = modules_after(argv, run=True)
     assert "temporalio.client" in modules  # the command did run up to connecting
     assert loaded(modules, NOT_FOR_QUICK_COMMANDS) == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["status", "X", *NOWHERE],
+        ["review", "X", "--feedback", "[ACCEPTED]", *NOWHERE],
+        ["review", "X", "--accept", *NOWHERE],
+        ["answer", "X", "yes", *NOWHERE],
+    ],
+)
+def test_status_review_and_answer_go_the_quick_way_without_the_full_client_or_the_models(argv):
+    # (tests/test_cli_e2e.py checks the same against a real run)
+    modules = modules_after(argv, run=True)
+    assert "temporalio.service" in modules  # the command did run up to connecting
+    assert loaded(modules, NOT_FOR_QUICK_COMMANDS + ("temporalio.client", "pydantic", "workflows.models")) == []
 
 
 def test_review_with_raw_feedback_needs_neither_the_models_nor_rich():

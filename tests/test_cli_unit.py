@@ -15,11 +15,14 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 import client.commands.result
+from client import quick
 from client.cli import build_parser
 from client.commands.result import main as cmd_result
+from client.commands.status import show_quick
 from client.display import status_changes
-from client.errors import CliError, error_line
+from client.errors import CliError, UpdateRejected, error_line
 from client.options import feedback_from_reply, output_format, report_path, research_input, review_feedback
+from infra.converter import data_converter
 from workflows.models import Citation, ResearchInput, ResearchResult, RunStatus, StepStatus
 
 DEEPRESEARCH = Path(sys.executable).parent / "deepresearch"
@@ -174,6 +177,33 @@ def test_rejected_update_names_the_command_and_reason():
     assert error_line(err, parse("review", "ID", "--accept")) == (
         "review rejected: feedback must start with [ACCEPTED] or [EDIT_PLAN]"
     )
+
+
+def test_a_rejection_the_quick_way_reads_as_one_from_the_full_client():
+    reason = "feedback must start with [ACCEPTED] or [EDIT_PLAN]"
+    quick_way = error_line(UpdateRejected(reason), parse("answer", "ID", "yes"))
+    full_client = error_line(WorkflowUpdateFailedError(ApplicationError(reason)), parse("answer", "ID", "yes"))
+    assert quick_way == full_client == f"answer rejected: {reason}"
+
+
+async def test_the_quick_way_reads_only_one_payload_of_plain_json(tmp_path):
+    converter = data_converter(tmp_path)
+    status = {"phase": "researching", "title": "Ω"}
+    assert quick.plain(await converter.encode([status])) == status
+    kept_outside = await converter.encode([status | {"title": "Ω" * 100_000}])  # over 128 KiB: external storage
+    for payloads in ([], await converter.encode([status, status]), kept_outside, await converter.encode([b"bytes"])):
+        with pytest.raises(quick.NotQuick):
+            quick.plain(payloads)
+
+
+def test_a_status_from_a_worker_older_than_the_cli_takes_the_full_client():
+    status = RunStatus(phase="awaiting_review", question="q", review_pending=True, plan_version=2)
+    data = status.model_dump(mode="json")
+    args = parse("status", "run-1")
+    assert show_quick(data, args) == 0  # every field there: printed the quick way
+    del data["plan_version"]  # a field this CLI knows and the worker does not
+    with pytest.raises(quick.NotQuick):
+        show_quick(data, args)
 
 
 def test_status_changes_are_one_line_each():

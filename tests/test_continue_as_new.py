@@ -13,8 +13,9 @@ import pytest
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from client.devserver import DevServer
+from infra.connection import Connection
 from infra.settings import Settings
-from infra.temporal import Connection, connect
+from infra.temporal import connect
 from testkit.llm_server import Reply, tool_messages
 from testkit.research_script import CODE, EXPECTED_SUM, FACT
 from testkit.runs import keep_history, start

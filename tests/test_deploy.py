@@ -32,13 +32,14 @@ from client.devserver import (
     port_open,
 )
 from infra.blobs import BlobNotFound, FileBlobStore, S3BlobStore, blob_store
+from infra.connection import Connection
 from infra.converter import S3_DRIVER_NAME, data_converter
 from infra.errors import ConnectionFailed, PayloadStorageError
 from infra.payload_storage import check_payload_storage
 from infra.s3 import PAYLOAD_BUCKET_ENV, S3Config
 from infra.search_attributes import SEARCH_ATTRIBUTES
 from infra.settings import ROLES, Settings
-from infra.temporal import Connection, connect
+from infra.temporal import connect
 from infra.tracing import tracing_enabled
 from worker import build_worker, shared_indexes, worker_options
 from workflows.models import IndexRequest, LocalSearchRequest

@@ -29,7 +29,7 @@ import pytest
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from client.runs import start_research
-from infra.temporal import Connection
+from infra.connection import Connection
 from testkit.llm_server import ScriptedLLM
 from testkit.pages import PageServer, article
 from testkit.research_script import EXPECTED_SUM, ResearchScript

@@ -152,7 +152,8 @@ CLIENT_SCRIPT = """
 import asyncio, os, sys
 from pathlib import Path
 from client.runs import WORKFLOW_TYPE
-from infra.temporal import connect, Connection
+from infra.connection import Connection
+from infra.temporal import connect
 from infra.tracing import flush_tracing
 from workflows.models import ResearchInput
 

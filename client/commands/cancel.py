@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 
 from client.options import connection
-from infra.temporal import cli_name, connect
+from infra.errors import cli_name
+from infra.temporal import connect
 
 
 async def main(args: argparse.Namespace) -> int:

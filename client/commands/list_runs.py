@@ -11,13 +11,13 @@ from rich.text import Text
 from temporalio.client import WorkflowExecutionStatus
 
 from client.display import make_console
+from client.ids import owner
 from client.options import connection
 from client.runs import WORKFLOW_TYPE
 from infra.temporal import connect
 from workflows.models import PHASE_ATTRIBUTE, TITLE_ATTRIBUTE
 
 TYPES = (WORKFLOW_TYPE, "Podcast", "Slides", "Prose")
-SUFFIXES = ("-podcast", "-slides")
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -67,13 +67,9 @@ async def failing_tasks(client, runs: list) -> dict[str, int]:
 
 def ordered(runs: list) -> list:
     """Newest first, each run's podcast and slides right after it."""
-
-    def owner(run) -> str:
-        return next((run.id[: -len(s)] for s in SUFFIXES if run.id.endswith(s)), run.id)
-
     started = {run.id: run.start_time for run in runs if run.workflow_type == WORKFLOW_TYPE}
     return sorted(
         runs,
-        key=lambda r: (started.get(owner(r), r.start_time), r.workflow_type == WORKFLOW_TYPE, r.start_time),
+        key=lambda r: (started.get(owner(r.id), r.start_time), r.workflow_type == WORKFLOW_TYPE, r.start_time),
         reverse=True,
     )

@@ -7,9 +7,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from client.ids import side_id
 from client.options import connection
-from client.side_outputs import default_path, finished_report, side_id, start_once, write_blob
-from infra.temporal import cli_name, connect
+from client.side_outputs import default_path, finished_report, start_once, write_blob
+from infra.errors import cli_name
+from infra.temporal import connect
 from workflows.models import PodcastResult
 
 

@@ -11,6 +11,7 @@ import uuid
 from pydantic import ValidationError
 
 from client.errors import CliError
+from client.ids import PROSE_PREFIX
 from client.options import connection
 from client.side_outputs import finished_report, start_once
 from infra.temporal import connect
@@ -31,7 +32,7 @@ async def main(args: argparse.Namespace) -> int:
         request = ProseInput(option=args.option, text=text, command=args.command or "", run_id=args.run)
     except ValidationError as err:
         raise CliError(f"invalid prose request: {err.errors()[0]['msg']}") from None
-    handle = await start_once(client, conn, "prose", request, f"prose-{uuid.uuid4().hex[:8]}")
+    handle = await start_once(client, conn, "prose", request, f"{PROSE_PREFIX}{uuid.uuid4().hex[:8]}")
     return show(await handle.result(), args.json, handle.id)
 
 

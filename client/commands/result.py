@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from client.display import make_console, print_report
+from client.ids import may_be_side_output
 from client.options import connection, output_format
 from client.side_outputs import RESULT_TYPES, SIDE_TYPES
 from client.talk import exit_code, write_file
@@ -38,7 +39,7 @@ async def main(args: argparse.Namespace) -> int:
 
 async def side_kind(client, workflow_id: str) -> str | None:
     """ "podcast", "slides" or "prose" for a side output's id, else None."""
-    if not workflow_id.endswith(("-podcast", "-slides")) and not workflow_id.startswith("prose-"):
+    if not may_be_side_output(workflow_id):
         return None
     described = await client.get_workflow_handle(workflow_id).describe()
     kinds = {v: k for k, v in SIDE_TYPES.items()}

@@ -1,20 +1,32 @@
 """`deepresearch review` and `deepresearch answer`: plan feedback and
 clarification answers, sent as Temporal updates (a rejection comes back as
-its reason, exit code 1)."""
+its reason, exit code 1). The quick way (client/quick.py) answers most of
+the time; the full client takes over, with the same update id, when it
+cannot."""
 
 from __future__ import annotations
 
 import argparse
+import uuid
 
+from client import quick
 from client.errors import CliError
 from client.options import connection, review_feedback
-from infra.temporal import connect
 
 
 async def send_update(args: argparse.Namespace, update: str, *arguments: object) -> int:
-    client = await connect(connection(args))
+    conn = connection(args)
+    update_id = str(uuid.uuid4())
+    try:
+        print(await quick.update(conn, args.workflow_id, update, arguments, update_id))
+        return 0
+    except quick.NotQuick:
+        pass
+    from infra.temporal import connect
+
+    client = await connect(conn)
     handle = client.get_workflow_handle(args.workflow_id)
-    print(await handle.execute_update(update, args=list(arguments), result_type=str))
+    print(await handle.execute_update(update, args=list(arguments), id=update_id, result_type=str))
     return 0
 
 

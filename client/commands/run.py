@@ -18,9 +18,11 @@ from client.options import DEV_SERVER_PORT, connection, dev_server_ports, report
 from client.runs import new_workflow_id, start_research
 from client.talk import exit_code, write_file
 from client.wording import usage_text
+from infra.connection import Connection
+from infra.errors import cli_name
 from infra.process import cancel_on_sigterm
 from infra.settings import Settings, check_model_endpoint, private_dir
-from infra.temporal import Connection, cli_name, connect
+from infra.temporal import connect
 
 
 def dev_ports() -> tuple[int, int]:

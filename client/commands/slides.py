@@ -7,8 +7,9 @@ from __future__ import annotations
 import argparse
 import json
 
+from client.ids import side_id
 from client.options import connection
-from client.side_outputs import default_path, finished_report, side_id, start_once, write_blob
+from client.side_outputs import default_path, finished_report, start_once, write_blob
 from client.talk import write_file
 from infra.temporal import connect
 from workflows.models import SlidesResult

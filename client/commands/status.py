@@ -1,32 +1,84 @@
 """`deepresearch status`: a run's phase, plan, steps and pending question;
 for a run whose workflow task keeps failing, the failure and what to do.
-A podcast, slides or prose workflow answers with its own, smaller status."""
+A podcast, slides or prose workflow answers with its own, smaller status.
+
+The quick way (client/quick.py) answers a research run's status from the
+query's JSON, without the SDK's full client or the models; the full client
+takes over for side outputs, for anything unusual, and to explain a query
+no worker answered."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from temporalio.client import WorkflowHandle, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from client.commands.result import side_kind
+from client import quick
 from client.display import make_console, render_status
 from client.errors import CliError
+from client.ids import may_be_side_output
 from client.options import connection
-from client.side_outputs import status_lines
 from client.talk import QUERY_TIMEOUT, next_action, query_status, stuck
-from infra.temporal import cli_name, connect
-from workflows.models import SideStatus
+from infra.errors import cli_name
+
+if TYPE_CHECKING:
+    from temporalio.client import WorkflowHandle
+
+    from infra.connection import Connection
+    from workflows.models import RunStatus, SideStatus
 
 
 async def main(args: argparse.Namespace) -> int:
     conn = connection(args)
+    failed: RPCError | None = None
+    if not may_be_side_output(args.workflow_id):
+        try:
+            return show_quick(await quick.query(conn, args.workflow_id, "status", QUERY_TIMEOUT), args)
+        except quick.NotQuick:
+            pass
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise
+            failed = err  # no worker answered, or the run is stuck: said below
+    return await full(args, conn, failed)
+
+
+def show_quick(status: dict[str, Any], args: argparse.Namespace) -> int:
+    if args.json:
+        print(json.dumps(status, ensure_ascii=False, indent=2))
+        return 0
+    try:
+        return show(quick.Fields(status), args.workflow_id)
+    except AttributeError as err:  # a worker older than this CLI: the model has defaults
+        raise quick.NotQuick(f"no field {err}") from None
+
+
+def show(status: RunStatus | quick.Fields, workflow_id: str) -> int:
+    shown, hint = render_status(status, workflow_id), next_action(status, workflow_id)  # all read before printing
+    console = make_console()
+    console.print(shown)
+    if hint:
+        console.print(Text(hint, style="bold yellow"))
+    return 0
+
+
+async def full(args: argparse.Namespace, conn: Connection, failed: RPCError | None) -> int:
+    """With the SDK's client and the models; ``failed``: the quick query's error."""
+    from temporalio.client import WorkflowQueryFailedError
+
+    from client.commands.result import side_kind
+    from infra.temporal import connect
+    from workflows.models import SideStatus
+
     client = await connect(conn)
     handle = client.get_workflow_handle(args.workflow_id)
     kind = await side_kind(client, handle.id)
     try:
+        if failed is not None:
+            raise failed
         status = await (query_side_status(handle) if kind else query_status(handle))
     except (RPCError, WorkflowQueryFailedError) as err:
         if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
@@ -48,14 +100,12 @@ async def main(args: argparse.Namespace) -> int:
     if args.json:
         print(status.model_dump_json(indent=2))
         return 0
-    console = make_console()
-    console.print(render_status(status, handle.id))
-    if hint := next_action(status, handle.id):
-        console.print(Text(hint, style="bold yellow"))
-    return 0
+    return show(status, handle.id)
 
 
 async def query_side_status(handle: WorkflowHandle) -> SideStatus:
+    from workflows.models import SideStatus
+
     return await handle.query("status", result_type=SideStatus, rpc_timeout=QUERY_TIMEOUT)
 
 
@@ -63,6 +113,8 @@ async def show_side_status(handle: WorkflowHandle, status: SideStatus, as_json: 
     """The side output's phase (and, for a podcast, how many lines are
     spoken) beside the workflow's own state, which tells a podcast that
     stopped mid-speech (terminated) from one still speaking."""
+    from client.side_outputs import status_lines
+
     described = await handle.describe()
     state = described.status.name.lower() if described.status else "unknown"
     if as_json:

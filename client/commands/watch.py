@@ -16,7 +16,9 @@ from client.errors import CliError, failure_message
 from client.options import connection
 from client.talk import exit_code
 from client.wording import usage_text
-from infra.temporal import Connection, cli_name, connect
+from infra.connection import Connection
+from infra.errors import cli_name
+from infra.temporal import connect
 from workflows.models import PROGRESS_TOPIC, ProgressEvent, ResearchResult
 
 

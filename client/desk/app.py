@@ -41,12 +41,14 @@ from temporalio.service import RPCError, RPCStatusCode
 from client.desk.guard import TOKEN_COOKIE, Guard
 from client.errors import failure_message, rejection_reason
 from client.export import render, report_html, sources_html
+from client.ids import side_id
 from client.runs import WORKFLOW_TYPE, new_workflow_id, start_research
-from client.side_outputs import RESULT_TYPES, SIDE_TYPES, finished_report, side_id, start_once
+from client.side_outputs import RESULT_TYPES, SIDE_TYPES, finished_report, start_once
 from client.talk import QUERY_TIMEOUT
 from client.wording import usage_text
 from infra.blobs import blob_store
-from infra.temporal import Connection, connect
+from infra.connection import Connection
+from infra.temporal import connect
 from workflows.models import (
     PHASE_ATTRIBUTE,
     PROGRESS_TOPIC,
