@@ -6,9 +6,9 @@ The SDK's full client, the project's data converter (pydantic, external
 payload storage) and the models take more than half of such a command's
 time, and a small answer in plain JSON needs none of them. Whatever is not
 plain raises ``NotQuick`` and the command takes the full client instead:
-tracing is on (the spans come from the full client's interceptor), the
-answer is kept in external storage, an update is still running, a query
-failed in the worker. Errors from Temporal (no such run, no worker) are the
+tracing is on (the spans come from the full client's interceptor), an
+answer or argument belongs in external storage, an update is still waiting
+for a worker, a query failed in the worker. Errors from Temporal (no such run, no worker) are the
 same ``RPCError`` the full client raises.
 """
 
@@ -28,6 +28,7 @@ from temporalio.service import ConnectConfig, RPCError, RPCStatusCode, ServiceCl
 
 from client.errors import UpdateRejected
 from infra.connection import Connection, connection_failed
+from infra.settings import PAYLOAD_THRESHOLD
 from infra.tracing import tracing_enabled
 
 # What the project's converter writes for a payload kept in history.
@@ -69,6 +70,12 @@ async def update(conn: Connection, workflow_id: str, name: str, args: Sequence[o
     """The result of update ``name``, sent with ``update_id`` (the full client,
     if it takes over, sends the same id, and Temporal runs the update once).
     A workflow's rejection raises ``UpdateRejected`` with its reason."""
+    payloads = []
+    for arg in args:
+        data = json.dumps(arg, ensure_ascii=False, separators=(",", ":")).encode()
+        if len(data) > PAYLOAD_THRESHOLD:  # for external storage, not history
+            raise NotQuick("an argument too large for history")
+        payloads.append(Payload(metadata=PLAIN_JSON, data=data))
     client = await service(conn)
     request = UpdateWorkflowExecutionRequest(
         namespace=conn.namespace,
@@ -76,9 +83,7 @@ async def update(conn: Connection, workflow_id: str, name: str, args: Sequence[o
         request=Request(meta=Meta(update_id=update_id, identity=client.config.identity), input=Input(name=name)),
         wait_policy=WaitPolicy(lifecycle_stage=COMPLETED),
     )
-    for arg in args:
-        data = json.dumps(arg, ensure_ascii=False, separators=(",", ":")).encode()
-        request.request.input.args.payloads.append(Payload(metadata=PLAIN_JSON, data=data))
+    request.request.input.args.payloads.extend(payloads)
     response = await client.workflow_service.update_workflow_execution(request, retry=True)
     if not response.HasField("outcome"):
         raise NotQuick("the update has not finished")

@@ -26,9 +26,8 @@ from temporalio.converter import DataConverter, ExternalStorage
 
 from infra.payload_storage import FileStorageDriver
 from infra.s3 import S3Config, s3_client
+from infra.settings import PAYLOAD_THRESHOLD
 
-# Payloads above this size go to external storage (the SDK warns at 512 KiB).
-PAYLOAD_THRESHOLD = 128 * 1024
 # Recorded in every claim in history: never rename.
 S3_DRIVER_NAME = "deepresearch-s3"
 

@@ -15,6 +15,9 @@ from urllib.parse import urlsplit
 
 from infra.errors import ConfigError
 
+# Payloads above this size go to external storage (infra/converter.py; the SDK
+# warns at 512 KiB), not into history.
+PAYLOAD_THRESHOLD = 128 * 1024
 ROLES = (
     "coordinator",
     "planner",

@@ -22,7 +22,9 @@ from client.commands.status import show_quick
 from client.display import status_changes
 from client.errors import CliError, UpdateRejected, error_line
 from client.options import feedback_from_reply, output_format, report_path, research_input, review_feedback
+from infra.connection import Connection
 from infra.converter import data_converter
+from infra.errors import ConnectionFailed
 from workflows.models import Citation, ResearchInput, ResearchResult, RunStatus, StepStatus
 
 DEEPRESEARCH = Path(sys.executable).parent / "deepresearch"
@@ -194,6 +196,14 @@ async def test_the_quick_way_reads_only_one_payload_of_plain_json(tmp_path):
     for payloads in ([], await converter.encode([status, status]), kept_outside, await converter.encode([b"bytes"])):
         with pytest.raises(quick.NotQuick):
             quick.plain(payloads)
+
+
+async def test_an_update_argument_too_large_for_history_takes_the_full_client():
+    nowhere = Connection(address="127.0.0.1:1")  # decided before connecting: nothing is sent
+    with pytest.raises(quick.NotQuick):
+        await quick.update(nowhere, "run-1", "submit_review", ["[EDIT_PLAN] " + "x" * 200_000], "update-1")
+    with pytest.raises(ConnectionFailed):  # a small one is sent the quick way
+        await quick.update(nowhere, "run-1", "submit_review", ["[EDIT_PLAN] shorter"], "update-1")
 
 
 def test_a_status_from_a_worker_older_than_the_cli_takes_the_full_client():
