@@ -410,6 +410,11 @@ async def test_a_podcast_whose_worker_is_killed_mid_speech_resumes_without_repea
             "Podcast", source, id=f"{run.id}-podcast", task_queue=task_queue, result_type=PodcastResult
         )
         assert await asyncio.to_thread(arrived.wait, 60), "the third speech call never came"
+        # The clips answered so far may not be recorded yet: kill once one is.
+        for _ in range(300):
+            if any(a.name == "speak" and a.completed_at for a in activities(await handle.fetch_history())):
+                break
+            await asyncio.sleep(0.1)
         killed_at = time.time()
         assert not (await handle.describe()).close_time  # killed in the middle, not after the end
         process.kill()
