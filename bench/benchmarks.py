@@ -425,8 +425,7 @@ async def bench_cli(env: BenchEnv, repeats: int) -> dict:
             "deepresearch --help": ([script, "--help"], 0, "COMMAND"),
             "deepresearch status ID": ([script, "status", run_id], 0, "awaiting_review"),
             "deepresearch review ID (rejected)": ([script, "review", run_id, "--feedback", "fine"], 1, "rejected"),
-            # --accept reads the review prefixes from the workflow's code; an
-            # unknown id keeps the run above waiting
+            # an unknown id: the error path, and the run above keeps waiting
             "deepresearch review --accept (no such run)": ([script, "review", "nope", "--accept"], 1, "no run"),
             "deepresearch list": ([script, "list"], 0, run_id),
             # on a task queue no worker polls: the run waits, only the CLI works
