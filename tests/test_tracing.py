@@ -204,3 +204,16 @@ def test_otlp_endpoint_from_the_environment_exports_client_spans(dev_server, dat
     body = b"".join(b for _, b in Collector.received)
     assert b"StartWorkflow:DeepResearch" in body
     assert b"deepresearch-cli-test" in body and workflow_id.encode() in body
+
+    # `review` normally skips the SDK's full client (client/quick.py); with
+    # tracing on it takes it, so its update is traced too.
+    Collector.received = []
+    review = subprocess.run(
+        [str(Path(sys.executable).parent / "deepresearch"), "review", workflow_id, "--accept"],
+        env=env | {"TEMPORAL_ADDRESS": dev_server.address},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert review.returncode == 1 and "has already finished" in review.stderr, review.stderr[-3000:]
+    assert b"StartWorkflowUpdate:submit_review" in b"".join(b for _, b in Collector.received)
