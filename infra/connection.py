@@ -63,7 +63,8 @@ class Connection:
         )
 
     def connect_options(self) -> dict[str, Any]:
-        """TLS, API key and gRPC metadata for ``Client.connect`` (as the SDK's
+        """TLS, API key and gRPC metadata for ``Client.connect`` and for the
+        quick way's ``ConnectConfig``, which take the same names (as the SDK's
         envconfig maps them: an API key turns TLS on unless TEMPORAL_TLS=false;
         TEMPORAL_TLS_CLIENT_CERT_PATH / _KEY_PATH give mutual TLS)."""
         options: dict[str, Any] = {}
