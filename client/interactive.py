@@ -54,12 +54,18 @@ class TerminalReview:
         self.view = view
         self.console = view.console
         self.reader = LineReader()
+        # What was last answered here: right after an answer, a status can
+        # still show the same plan or question pending, and must not ask again.
+        self.answered: tuple[str, int] | None = None
 
     async def maybe_ask(self, status: RunStatus) -> None:
         if self.reader.eof:
             return
         if status.review_pending:
+            if status.plan_version and self.answered == ("review", status.plan_version):
+                return
             await self.ask(
+                ("review", status.plan_version),
                 render_plan(status.plan, status.steps_cut) if status.plan else Text("The plan is ready for review."),
                 "Accept the plan? [Enter/y accepts, or type the changes you want] ",
                 lambda s: s.review_pending,
@@ -68,7 +74,10 @@ class TerminalReview:
                 extra=[status.plan_version] if status.plan_version else [],
             )
         elif status.phase == "clarifying" and status.pending_question:
+            if self.answered == ("question", len(status.clarifications)):
+                return
             await self.ask(
+                ("question", len(status.clarifications)),
                 Text(status.pending_question, style="bold yellow"),
                 "Your answer: ",
                 lambda s: s.phase == "clarifying" and bool(s.pending_question),
@@ -78,6 +87,7 @@ class TerminalReview:
 
     async def ask(
         self,
+        asked: tuple[str, int],
         intro: RenderableType,
         prompt: str,
         still_pending: Callable[[RunStatus], bool],
@@ -96,6 +106,7 @@ class TerminalReview:
                     self.console.print(Text(f"rejected: {rejection_reason(err)}", style="red"))
                     continue
                 self.console.print(Text(f"{reply}: {what_next(argument)}", style="green"))
+                self.answered = asked
                 return
 
     async def read_line(self, prompt: str, still_pending: Callable[[RunStatus], bool]) -> str | None:

@@ -20,11 +20,22 @@ async def start(client, task_queue: str, question: str, **options):
     return await start_research(client, conn, request, f"test-{uuid.uuid4().hex[:8]}")
 
 
-async def wait_for_phase(handle, phase: str, timeout: float = 30.0) -> RunStatus:
+async def wait_for_phase(
+    handle, phase: str, timeout: float = 30.0, *, plan_version: int | None = None, answers: int | None = None
+) -> RunStatus:
+    """The run's status once it is in ``phase`` and, when given, shows plan
+    ``plan_version`` / has taken ``answers`` clarification answers. Right after
+    an edit or an answer, a query can still see the phase it ended
+    (``awaiting_review``, ``clarifying``), so a test that waits for the next
+    one names which."""
     async with asyncio.timeout(timeout):
         while True:
             status = await handle.query("status", result_type=RunStatus)
-            if status.phase == phase:
+            if (
+                status.phase == phase
+                and plan_version in (None, status.plan_version)
+                and answers in (None, len(status.clarifications))
+            ):
                 return status
             await asyncio.sleep(0.1)
 

@@ -41,13 +41,15 @@ def worker_process(env, tmp_path):
     log.close()
 
 
-def wait_for_review(env, run_id, timeout=60):
+def wait_for_review(env, run_id, timeout=60, plan_version=1):
+    """The status once plan ``plan_version`` waits for review (right after an
+    edit, the old plan can still be what a query sees)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         out = cli(env, "status", run_id, "--json")
         if out.returncode == 0:
             status = json.loads(out.stdout)
-            if status["review_pending"]:
+            if status["review_pending"] and status["plan_version"] == plan_version:
                 return status
         time.sleep(0.3)
     raise AssertionError(f"{run_id} never waited for review")
@@ -76,7 +78,7 @@ def test_cli_run_with_bad_review_edit_and_accept(env, worker_process, pages):
 
     edited = cli(env, "review", run_id, "--edit", "add the keeper's name")
     assert edited.returncode == 0, edited.stderr
-    status = wait_for_review(env, run_id)
+    status = wait_for_review(env, run_id, plan_version=2)
     assert "Edited: add the keeper's name" in [s["title"] for s in status["steps"]]
 
     accepted = cli(env, "review", run_id, "--accept")
@@ -225,7 +227,7 @@ async def test_a_review_sent_while_no_worker_runs_is_applied_once_when_one_comes
         await worker.ready(temporal_client)
         out, err = review.communicate(timeout=60)
         assert review.returncode == 0, err
-        status = wait_for_review(env, run_id)
+        status = wait_for_review(env, run_id, plan_version=2)
     titles = [step["title"] for step in status["steps"]]
     assert titles.count("Edited: add the keeper's name") == 1, titles
     assert status["plan_version"] == 2  # the first plan and the edited one

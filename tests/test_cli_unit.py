@@ -396,3 +396,54 @@ def test_usage_reads_as_english_in_the_singular_and_the_plural():
     assert one.startswith("1 LLM call (") and "1 search," in one and "1 crawl," in one and one.endswith("1 code run")
     many = usage_text(Usage(llm_calls=2, searches=3, crawls=0, code_runs=2, cache_hits=4))
     assert "2 LLM calls" in many and "3 searches" in many and "0 crawls" in many and many.endswith("4 cache hits")
+
+
+class ReviewedRun:
+    """What the terminal review talks to: a run that takes every update."""
+
+    id = "research-terminal"
+
+    def __init__(self, status: RunStatus) -> None:
+        self.status = status
+        self.updates: list[tuple[str, list]] = []
+
+    async def query(self, *args, **kwargs) -> RunStatus:
+        return self.status
+
+    async def execute_update(self, name: str, args: list, **kwargs) -> str:
+        self.updates.append((name, args))
+        return "ok"
+
+
+async def test_the_terminal_review_does_not_ask_again_for_a_plan_or_question_it_answered(monkeypatch):
+    """Right after an answer, a status can still show the same plan (or question)
+    pending; the next typed line is for the next plan, not a second review of it."""
+    import io
+
+    from rich.console import Console
+
+    from client.display import ProgressView
+    from client.interactive import TerminalReview
+    from workflows.models import Clarification, Plan
+
+    plan = Plan(locale="en-US", has_enough_context=False, thought="", title="A plan", steps=[])
+
+    def pending(version: int) -> RunStatus:
+        return RunStatus(phase="awaiting_review", question="q", plan=plan, review_pending=True, plan_version=version)
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("add costs\n\nIn Norway\n"))
+    run = ReviewedRun(pending(1))
+    review = TerminalReview(run, ProgressView(Console(file=io.StringIO()), run.id))
+    await review.maybe_ask(pending(1))
+    await review.maybe_ask(pending(1))  # the edit is not yet seen by this status
+    await review.maybe_ask(pending(2))
+    asked = RunStatus(phase="clarifying", question="q", pending_question="Where?")
+    await review.maybe_ask(asked)
+    await review.maybe_ask(asked.model_copy(update={"clarifications": []}))  # still unanswered in this status
+    answered = [Clarification(question="Where?", answer="In Norway")]
+    await review.maybe_ask(asked.model_copy(update={"clarifications": answered, "pending_question": "When?"}))
+    assert run.updates == [
+        ("submit_review", ["[EDIT_PLAN] add costs", 1]),
+        ("submit_review", ["[ACCEPTED]", 2]),
+        ("answer_clarification", ["In Norway"]),
+    ]

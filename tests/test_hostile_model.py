@@ -392,7 +392,7 @@ async def test_steps_cut_beyond_the_limit_are_named(temporal_client, task_queue,
     assert status.steps_cut == ["Step 3", "Step 4"] and len(status.plan.steps) == 3
     assert "at most 3" in llm.calls("planner")[0]["messages"][0]["content"]  # the limit is in the prompt
     await handle.execute_update("submit_review", "[EDIT_PLAN] add a step on costs", result_type=str)
-    await wait_for_phase(handle, "awaiting_review")
+    await wait_for_phase(handle, "awaiting_review", plan_version=2)
     assert "at most 3 steps" in llm.calls("planner")[-1]["messages"][-1]["content"]
     await handle.cancel()
 
@@ -435,7 +435,7 @@ async def test_a_review_of_a_plan_that_changed_is_rejected(
     seen = await wait_for_phase(handle, "awaiting_review")
     assert seen.plan_version == 1
     await handle.execute_update("submit_review", args=["[EDIT_PLAN] add a step on costs", 1], result_type=str)
-    await wait_for_phase(handle, "awaiting_review")
+    await wait_for_phase(handle, "awaiting_review", plan_version=2)
     with pytest.raises(WorkflowUpdateFailedError) as stale:  # the other reviewer still saw version 1
         await handle.execute_update("submit_review", args=["[ACCEPTED]", 1], result_type=str)
     assert "version 1" in str(stale.value.cause) and "version 2" in str(stale.value.cause)

@@ -37,7 +37,7 @@ async def test_clarification_answers_reach_the_planner_word_for_word(temporal_cl
     )
     await wait_for_phase(handle, "clarifying")
     await handle.execute_update("answer_clarification", "Only the keeper's logbook of 1911", result_type=str)
-    await wait_for_phase(handle, "clarifying")
+    await wait_for_phase(handle, "clarifying", answers=1)
     await handle.signal("clarify", "Ships counted, not weather")
     async with asyncio.timeout(60):
         result = await handle.result()

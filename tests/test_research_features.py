@@ -39,7 +39,7 @@ async def test_clarification_over_two_rounds(temporal_client, task_queue, worker
         await handle.execute_update("answer_clarification", "   ", result_type=str)
     await handle.execute_update("answer_clarification", "Their history", result_type=str)
 
-    status = await wait_for_phase(handle, "clarifying")
+    status = await wait_for_phase(handle, "clarifying", answers=1)
     assert status.pending_question.startswith("Clarifying question 2")
     await handle.signal("clarify", "Only in Norway")  # the signal works too
 

@@ -54,7 +54,7 @@ async def test_review_rejects_bad_feedback_then_takes_edit_and_accept(temporal_c
 
     reply = await handle.execute_update("submit_review", "[EDIT_PLAN] add the keeper's name", result_type=str)
     assert reply == "plan edit requested"
-    status = await wait_for_phase(handle, "awaiting_review")
+    status = await wait_for_phase(handle, "awaiting_review", plan_version=2)
     assert "Edited: add the keeper's name" in [s.title for s in status.steps]
 
     await handle.execute_update("submit_review", "[accepted]", result_type=str)
