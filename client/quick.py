@@ -1,6 +1,7 @@
-"""The quick way to a run, for the commands people type most (`status`,
-`review`, `answer`): the query or update goes straight to Temporal's gRPC
-service (``temporalio.service``) and its answer is read as plain JSON.
+"""The quick way to a run, for the commands people type most (`start`,
+`status`, `review`, `answer`, `list`): the request goes straight to
+Temporal's gRPC service (``temporalio.service``), its arguments written and
+its answer read as plain JSON.
 
 The SDK's full client, the project's data converter (pydantic, external
 payload storage) and the models take more than half of such a command's
@@ -8,22 +9,39 @@ time, and a small answer in plain JSON needs none of them. Whatever is not
 plain raises ``NotQuick`` and the command takes the full client instead:
 tracing is on (the spans come from the full client's interceptor), an
 answer or argument belongs in external storage, an update is still waiting
-for a worker, a query failed in the worker. Errors from Temporal (no such run, no worker) are the
-same ``RPCError`` the full client raises.
+for a worker, a query failed in the worker. Errors from Temporal (no such
+run, no worker) are the same ``RPCError`` the full client raises, and a start
+whose id is taken the same ``WorkflowAlreadyStartedError``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-from collections.abc import Sequence
-from datetime import timedelta
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio.api.common.v1 import Payload, WorkflowExecution
-from temporalio.api.enums.v1 import UpdateWorkflowExecutionLifecycleStage
+from temporalio.api.enums.v1 import (
+    UpdateWorkflowExecutionLifecycleStage,
+    WorkflowExecutionStatus,
+    WorkflowIdReusePolicy,
+)
+from temporalio.api.errordetails.v1 import WorkflowExecutionAlreadyStartedFailure
 from temporalio.api.update.v1 import Input, Meta, Request, WaitPolicy
-from temporalio.api.workflowservice.v1 import QueryWorkflowRequest, UpdateWorkflowExecutionRequest
+from temporalio.api.workflow.v1 import WorkflowExecutionInfo
+from temporalio.api.workflowservice.v1 import (
+    DescribeWorkflowExecutionRequest,
+    ListWorkflowExecutionsRequest,
+    QueryWorkflowRequest,
+    StartWorkflowExecutionRequest,
+    UpdateWorkflowExecutionRequest,
+)
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import ConnectConfig, RPCError, RPCStatusCode, ServiceClient
 
 from client.errors import UpdateRejected
@@ -66,16 +84,54 @@ async def query(conn: Connection, workflow_id: str, name: str, timeout: timedelt
     return plain(response.query_result.payloads)
 
 
+async def start(
+    client: ServiceClient,
+    conn: Connection,
+    workflow_type: str,
+    workflow_id: str,
+    arg: object,
+    *,
+    memo: Mapping[str, object],
+    summary: str,
+    details: str,
+    keywords: Mapping[str, str],
+) -> None:
+    """Start workflow ``workflow_type`` with one argument (plain JSON), as the
+    full client's ``start_workflow`` does with the project's converter: the
+    memo, the Temporal UI's summary and details, Keyword search attributes,
+    a run with the same id refused while it runs (``WorkflowAlreadyStartedError``)."""
+    request = StartWorkflowExecutionRequest(
+        namespace=conn.namespace,
+        workflow_id=workflow_id,
+        identity=client.config.identity,
+        request_id=str(uuid.uuid4()),  # a retried request starts one run
+        workflow_id_reuse_policy=WorkflowIdReusePolicy.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+    )
+    request.workflow_type.name = workflow_type
+    request.task_queue.name = conn.task_queue
+    request.input.payloads.append(payload(arg))
+    for key, value in memo.items():
+        request.memo.fields[key].CopyFrom(payload(value))
+    for key, value in keywords.items():
+        request.search_attributes.indexed_fields[key].CopyFrom(payload(value))
+        request.search_attributes.indexed_fields[key].metadata["type"] = b"Keyword"
+    request.user_metadata.summary.CopyFrom(payload(summary))
+    request.user_metadata.details.CopyFrom(payload(details))
+    try:
+        await client.workflow_service.start_workflow_execution(request, retry=True)
+    except RPCError as err:
+        taken = WorkflowExecutionAlreadyStartedFailure()
+        if err.status == RPCStatusCode.ALREADY_EXISTS and err.grpc_status.details:
+            if err.grpc_status.details[0].Unpack(taken):
+                raise WorkflowAlreadyStartedError(workflow_id, workflow_type, run_id=taken.run_id) from None
+        raise
+
+
 async def update(conn: Connection, workflow_id: str, name: str, args: Sequence[object], update_id: str) -> Any:
     """The result of update ``name``, sent with ``update_id`` (the full client,
     if it takes over, sends the same id, and Temporal runs the update once).
     A workflow's rejection raises ``UpdateRejected`` with its reason."""
-    payloads = []
-    for arg in args:
-        data = json.dumps(arg, ensure_ascii=False, separators=(",", ":")).encode()
-        if len(data) > PAYLOAD_THRESHOLD:  # for external storage, not history
-            raise NotQuick("an argument too large for history")
-        payloads.append(Payload(metadata=PLAIN_JSON, data=data))
+    payloads = [payload(arg) for arg in args]
     client = await service(conn)
     request = UpdateWorkflowExecutionRequest(
         namespace=conn.namespace,
@@ -93,6 +149,66 @@ async def update(conn: Connection, workflow_id: str, name: str, args: Sequence[o
             raise NotQuick("the failure needs the converter")
         raise UpdateRejected(failure.message)
     return plain(response.outcome.success.payloads)
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A workflow as ``list`` shows it: what the full client's
+    ``list_workflows`` and ``describe`` give, in plain values."""
+
+    id: str
+    workflow_type: str
+    status: str  # running, completed, failed, canceled, terminated, continued_as_new, timed_out
+    start_time: datetime
+    memo: dict[str, Any]
+    search_attributes: dict[str, Any]
+    task_attempts: int = 0  # of its pending workflow task (running workflows only)
+
+
+async def list_workflows(conn: Connection, query: str, limit: int) -> list[Listed]:
+    """The first ``limit`` workflows matching the visibility ``query``, each
+    running one with the attempts of its pending workflow task."""
+    client = await service(conn)
+    request = ListWorkflowExecutionsRequest(namespace=conn.namespace, query=query, page_size=limit)
+    infos = list((await client.workflow_service.list_workflow_executions(request, retry=True)).executions)[:limit]
+
+    async def attempts(info: WorkflowExecutionInfo) -> int:
+        if info.status != WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING:
+            return 0
+        described = await client.workflow_service.describe_workflow_execution(
+            DescribeWorkflowExecutionRequest(namespace=conn.namespace, execution=info.execution), retry=True
+        )
+        return described.pending_workflow_task.attempt
+
+    found = await asyncio.gather(*(attempts(info) for info in infos), return_exceptions=True)
+    return [
+        Listed(
+            id=info.execution.workflow_id,
+            workflow_type=info.type.name,
+            status=WorkflowExecutionStatus.Name(info.status).removeprefix("WORKFLOW_EXECUTION_STATUS_").lower(),
+            start_time=info.start_time.ToDatetime(tzinfo=UTC),
+            memo={key: value_of(p) for key, p in info.memo.fields.items()},
+            search_attributes={key: value_of(p) for key, p in info.search_attributes.indexed_fields.items()},
+            task_attempts=n if isinstance(n, int) else 0,  # gone meanwhile: not stuck
+        )
+        for info, n in zip(infos, found, strict=True)
+    ]
+
+
+def value_of(given: Payload) -> Any:
+    """A memo value or search attribute (plain JSON, a search attribute with its type)."""
+    if given.metadata.get("encoding") != PLAIN_JSON["encoding"]:
+        raise NotQuick("a memo or search attribute that is not plain JSON")
+    return json.loads(given.data)
+
+
+def payload(value: object) -> Payload:
+    """``value`` as plain JSON, as the project's converter writes it; one too
+    large for history belongs in external storage, which takes the full client."""
+    data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    if len(data) > PAYLOAD_THRESHOLD:
+        raise NotQuick("an argument too large for history")
+    return Payload(metadata=PLAIN_JSON, data=data)
 
 
 def plain(payloads: Sequence[Payload]) -> Any:

@@ -1,18 +1,24 @@
-"""Starting research runs."""
+"""Starting research runs: with the SDK's full client (``run``, the desk,
+tests), or the quick way (``start``, client/quick.py). Both send the same
+workflow input, memo, Temporal UI summary and details, and phase."""
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from temporalio.client import Client, WorkflowHandle
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
-from infra.connection import Connection
 from infra.search_attributes import search_attributes_ready
 from workflows.models import PHASE_ATTRIBUTE, ResearchInput, ResearchResult
 
+if TYPE_CHECKING:
+    from temporalio.client import Client, WorkflowHandle
+
+    from infra.connection import Connection
+
 WORKFLOW_TYPE = "DeepResearch"
+FIRST_PHASE = "coordinating"
 
 
 def new_workflow_id() -> str:
@@ -23,8 +29,8 @@ async def start_research(
     client: Client, conn: Connection, request: ResearchInput, workflow_id: str
 ) -> WorkflowHandle[Any, ResearchResult]:
     attributes = (
-        TypedSearchAttributes([SearchAttributePair(PHASE_ATTRIBUTE, "coordinating")])
-        if await search_attributes_ready(client, conn.namespace)
+        TypedSearchAttributes([SearchAttributePair(PHASE_ATTRIBUTE, FIRST_PHASE)])
+        if await search_attributes_ready(client.service_client, conn.namespace)
         else TypedSearchAttributes.empty
     )
     return await client.start_workflow(
@@ -34,10 +40,40 @@ async def start_research(
         task_queue=conn.task_queue,
         result_type=ResearchResult,
         search_attributes=attributes,
-        static_summary=" ".join(request.question.split())[:200],
-        memo={"question": request.question[:1000]},
+        static_summary=run_summary(request),
+        memo=run_memo(request),
         static_details=run_details(request),
     )
+
+
+async def start_research_quickly(conn: Connection, request: ResearchInput, workflow_id: str) -> None:
+    """``start_research`` without the SDK's full client or the converter;
+    raises ``quick.NotQuick`` (before starting anything) when it needs them."""
+    from client import quick
+
+    service = await quick.service(conn)
+    ready = await search_attributes_ready(service, conn.namespace)
+    await quick.start(
+        service,
+        conn,
+        WORKFLOW_TYPE,
+        workflow_id,
+        request.model_dump(mode="json"),
+        memo=run_memo(request),
+        summary=run_summary(request),
+        details=run_details(request),
+        keywords={PHASE_ATTRIBUTE.name: FIRST_PHASE} if ready else {},
+    )
+
+
+def run_summary(request: ResearchInput) -> str:
+    """The question on one line, as the Temporal UI lists the run."""
+    return " ".join(request.question.split())[:200]
+
+
+def run_memo(request: ResearchInput) -> dict[str, str]:
+    """What ``list`` and the desk show of a run before it has a title."""
+    return {"question": request.question[:1000]}
 
 
 def run_details(request: ResearchInput) -> str:

@@ -3,17 +3,21 @@ list and filter runs by phase and title, and their registration."""
 
 from __future__ import annotations
 
-from temporalio.client import Client
+from typing import TYPE_CHECKING
 
 from workflows.models import PHASE_ATTRIBUTE, TITLE_ATTRIBUTE
+
+if TYPE_CHECKING:
+    from temporalio.service import ServiceClient
 
 # Registered at start so the Temporal UI can list and filter runs by them.
 SEARCH_ATTRIBUTES = {PHASE_ATTRIBUTE.name: "Keyword", TITLE_ATTRIBUTE.name: "Text"}
 
 
-async def search_attributes_ready(client: Client, namespace: str) -> bool:
+async def search_attributes_ready(service: ServiceClient, namespace: str) -> bool:
     """Whether the server knows our search attributes; registers them when it
-    lets us (dev server, self-hosted with operator rights)."""
+    lets us (dev server, self-hosted with operator rights). ``service``: the
+    full client's ``service_client`` or the quick way's."""
     from temporalio.api.enums.v1 import IndexedValueType
     from temporalio.api.operatorservice.v1 import (
         AddSearchAttributesRequest,
@@ -21,14 +25,14 @@ async def search_attributes_ready(client: Client, namespace: str) -> bool:
     )
 
     try:
-        known = await client.operator_service.list_search_attributes(ListSearchAttributesRequest(namespace=namespace))
+        known = await service.operator_service.list_search_attributes(ListSearchAttributesRequest(namespace=namespace))
         missing = {k: v for k, v in SEARCH_ATTRIBUTES.items() if k not in known.custom_attributes}
         if missing:
             kinds = {
                 "Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
                 "Text": IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
             }
-            await client.operator_service.add_search_attributes(
+            await service.operator_service.add_search_attributes(
                 AddSearchAttributesRequest(
                     namespace=namespace,
                     search_attributes={k: kinds[v] for k, v in missing.items()},

@@ -4,6 +4,7 @@ review signal, and scripted model/search servers plus loopback pages."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -234,3 +235,74 @@ async def test_a_review_sent_while_no_worker_runs_is_applied_once_when_one_comes
     history = await temporal_client.get_workflow_handle(run_id).fetch_history()
     accepted = [e for e in history.events if e.HasField("workflow_execution_update_accepted_event_attributes")]
     assert len(accepted) == 1
+
+
+async def test_start_sends_what_the_full_client_sends(env, temporal_client, task_queue):
+    """`start` goes the quick way (client/quick.py); the run it starts has the
+    input, memo, Temporal UI summary and details and phase that the full
+    client's start gives, and a second start with the same id is refused."""
+    from client.runs import start_research
+    from infra.connection import Connection
+    from workflows.models import PHASE_ATTRIBUTE, ResearchInput
+
+    idle = f"{task_queue}-idle"  # no worker: the runs only have to exist
+    question = "Wie viel Licht gab der Leuchtturm Lantern Rock 1911?\n(zweite Zeile)"
+    quick = cli(env, "start", question, "--max-step-num", "2", "--report-style", "news", "--task-queue", idle)
+    assert quick.returncode == 0, quick.stderr
+    request = ResearchInput(question=question, max_step_num=2, report_style="news")
+    full = await start_research(temporal_client, Connection(task_queue=idle), request, f"full-{task_queue}")
+
+    async def started(handle):
+        described = await handle.describe()
+        history = await handle.fetch_history()
+        attributes = history.events[0].workflow_execution_started_event_attributes
+        payloads = attributes.input.payloads
+        (given,) = await temporal_client.data_converter.decode(payloads, [ResearchInput])
+        shown = (await described.static_summary(), await described.static_details())
+        keep = (
+            described.workflow_type,
+            attributes.task_queue.name,
+            described.typed_search_attributes.get(PHASE_ATTRIBUTE),
+        )
+        return given, await described.memo(), shown, keep
+
+    quick_handle = temporal_client.get_workflow_handle(quick.stdout.strip())
+    try:
+        assert await started(quick_handle) == await started(full)
+        given, memo, (summary, details), _ = await started(quick_handle)
+        assert given == request and memo == {"question": question}
+        assert "\n" not in summary and "`max_step_num`: 2" in details
+        again = cli(env, "start", question, "--task-queue", idle, "--id", quick_handle.id)
+        assert (
+            again.returncode == 1
+            and again.stderr.strip() == f"error: a run with id {quick_handle.id} is already running"
+        )
+    finally:
+        await quick_handle.terminate()
+        await full.terminate()
+
+
+async def test_list_reads_the_same_the_quick_way_as_through_the_full_client(env, worker_process, monkeypatch):
+    """`list` reads runs from Temporal's gRPC service as plain JSON
+    (client/quick.py); what it finds is what the full client finds."""
+    from client import quick
+    from client.commands import list_runs
+    from infra.connection import Connection
+
+    run_id = cli(env, "start", QUESTION).stdout.strip()
+    wait_for_review(env, run_id)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    conn = Connection.from_env()
+    query = f'WorkflowId="{run_id}"'
+    for _ in range(50):  # the title reaches the visibility store a moment after the plan
+        (listed,) = await quick.list_workflows(conn, query, 10)
+        if "ResearchTitle" in listed.search_attributes:
+            break
+        await asyncio.sleep(0.1)
+    assert await list_runs.full(conn, query, 10) == [listed]
+    assert listed.status == "running" and listed.search_attributes["ResearchPhase"] == "awaiting_review"
+    assert listed.search_attributes["ResearchTitle"] == "Scripted research" and listed.memo == {"question": QUESTION}
+    assert listed.task_attempts <= 1 and listed.start_time.tzinfo is not None
+    listing = cli(env | {"COLUMNS": "250"}, "list")
+    assert listing.returncode == 0 and f"{run_id}" in listing.stdout and "running (awaiting_review)" in listing.stdout

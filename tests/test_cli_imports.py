@@ -87,8 +87,6 @@ NOWHERE = ["--address", "127.0.0.1:1"]
 @pytest.mark.parametrize(
     "argv",
     [
-        ["list", *NOWHERE],
-        ["start", "q", *NOWHERE],
         ["result", "X", *NOWHERE],
     ],
 )
@@ -112,6 +110,19 @@ def test_status_review_and_answer_go_the_quick_way_without_the_full_client_or_th
     modules = modules_after(argv, run=True)
     assert "temporalio.service" in modules  # the command did run up to connecting
     assert loaded(modules, NOT_FOR_QUICK_COMMANDS + ("temporalio.client", "pydantic", "workflows.models")) == []
+
+
+def test_start_goes_the_quick_way_with_the_models_but_without_the_full_client():
+    # The models check the options; the start itself needs no converter (tests/test_cli_e2e.py: a real run).
+    modules = modules_after(["start", "q", *NOWHERE], run=True)
+    assert "temporalio.service" in modules and "workflows.models" in modules
+    assert loaded(modules, NOT_FOR_QUICK_COMMANDS + ("temporalio.client", "rich")) == []
+
+
+def test_list_goes_the_quick_way_without_the_full_client():
+    modules = modules_after(["list", *NOWHERE], run=True)
+    assert "temporalio.service" in modules  # the command did run up to connecting
+    assert loaded(modules, NOT_FOR_QUICK_COMMANDS + ("temporalio.client",)) == []
 
 
 def test_review_with_raw_feedback_needs_neither_the_models_nor_rich():

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
+from client.devserver import temporal_binary
 from infra.converter import data_converter
 from infra.errors import ConfigError
 from infra.settings import Settings
@@ -217,3 +218,23 @@ def test_otlp_endpoint_from_the_environment_exports_client_spans(dev_server, dat
     )
     assert review.returncode == 1 and "has already finished" in review.stderr, review.stderr[-3000:]
     assert b"StartWorkflowUpdate:submit_review" in b"".join(b for _, b in Collector.received)
+
+    # So does `start` (a run on a queue no worker polls, ended at once).
+    Collector.received = []
+    cli_env = env | {"TEMPORAL_ADDRESS": dev_server.address, "DEEPRESEARCH_TASK_QUEUE": workflow_id}
+    started = subprocess.run(
+        [str(Path(sys.executable).parent / "deepresearch"), "start", "traced", "--id", f"{workflow_id}-cli"],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert started.returncode == 0, started.stderr[-3000:]
+    subprocess.run(
+        [temporal_binary(), "workflow", "terminate", "--address", dev_server.address, "-w", f"{workflow_id}-cli"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    body = b"".join(b for _, b in Collector.received)
+    assert b"StartWorkflow:DeepResearch" in body and f"{workflow_id}-cli".encode() in body

@@ -1,5 +1,6 @@
 """`deepresearch list`: recent runs with their status, and each run's
-podcast and slides beside it."""
+podcast and slides beside it. The quick way (client/quick.py) lists them;
+the full client takes over when it cannot (tracing on)."""
 
 from __future__ import annotations
 
@@ -8,38 +9,40 @@ import asyncio
 
 from rich.table import Table
 from rich.text import Text
-from temporalio.client import WorkflowExecutionStatus
 
+from client import quick
 from client.display import make_console
 from client.ids import owner
 from client.options import connection
 from client.runs import WORKFLOW_TYPE
-from infra.temporal import connect
+from infra.connection import Connection
 from workflows.models import PHASE_ATTRIBUTE, TITLE_ATTRIBUTE
 
 TYPES = (WORKFLOW_TYPE, "Podcast", "Slides", "Prose")
+QUERY = " OR ".join(f'WorkflowType="{t}"' for t in TYPES)
 
 
 async def main(args: argparse.Namespace) -> int:
-    client = await connect(connection(args))
-    query = " OR ".join(f'WorkflowType="{t}"' for t in TYPES)
-    runs = [run async for run in client.list_workflows(query, limit=args.limit)]
+    conn = connection(args)
+    try:
+        runs = await quick.list_workflows(conn, QUERY, args.limit)
+    except quick.NotQuick:
+        runs = await full(conn, QUERY, args.limit)
     console = make_console()
     if not runs:
         console.print("no runs yet")
         return 0
     table = Table("id", "status", "started", "title / question")
-    failing = await failing_tasks(client, runs)
     for run in ordered(runs):
-        state = run.status.name.lower() if run.status else "?"
-        phase = run.typed_search_attributes.get(PHASE_ATTRIBUTE)
-        if phase and run.status == WorkflowExecutionStatus.RUNNING:
+        state = run.status
+        phase = run.search_attributes.get(PHASE_ATTRIBUTE.name)
+        if phase and run.status == "running":
             state += f" ({phase})"
-        if run.id in failing:
-            state = f"STUCK: task failed {failing[run.id]}x"
+        if run.task_attempts >= 2:
+            state = f"STUCK: task failed {run.task_attempts}x"
         started = run.start_time.astimezone().strftime("%Y-%m-%d %H:%M:%S")
-        title = run.typed_search_attributes.get(TITLE_ATTRIBUTE) or ""
-        question = await run.memo_value("question", default="") if run.workflow_type == WORKFLOW_TYPE else ""
+        title = run.search_attributes.get(TITLE_ATTRIBUTE.name) or ""
+        question = run.memo.get("question", "") if run.workflow_type == WORKFLOW_TYPE else ""
         if question:
             question = " ".join(str(question).split())
             title = f"{title}\n{question[:100]}" if title else question[:100]
@@ -50,22 +53,37 @@ async def main(args: argparse.Namespace) -> int:
     return 0
 
 
-async def failing_tasks(client, runs: list) -> dict[str, int]:
-    """Running runs whose workflow task keeps failing: id -> attempts."""
+async def full(conn: Connection, query: str, limit: int) -> list[quick.Listed]:
+    """What the quick way lists, through the SDK's full client."""
+    from temporalio.client import WorkflowExecutionStatus
 
-    async def attempts(run) -> tuple[str, int]:
-        try:
-            described = await client.get_workflow_handle(run.id, run_id=run.run_id).describe()
-            return run.id, described.raw_description.pending_workflow_task.attempt
-        except Exception:  # gone meanwhile: not stuck
-            return run.id, 0
+    from infra.temporal import connect
 
-    running = [run for run in runs if run.status == WorkflowExecutionStatus.RUNNING]
-    found = await asyncio.gather(*(attempts(run) for run in running))
-    return {run_id: n for run_id, n in found if n >= 2}
+    client = await connect(conn)
+    runs = [run async for run in client.list_workflows(query, limit=limit)]
+
+    async def listed(run) -> quick.Listed:
+        attempts = 0
+        if run.status == WorkflowExecutionStatus.RUNNING:
+            try:
+                described = await client.get_workflow_handle(run.id, run_id=run.run_id).describe()
+                attempts = described.raw_description.pending_workflow_task.attempt
+            except Exception:  # gone meanwhile: not stuck
+                pass
+        return quick.Listed(
+            id=run.id,
+            workflow_type=run.workflow_type,
+            status=run.status.name.lower() if run.status else "?",
+            start_time=run.start_time,
+            memo=await run.memo(),
+            search_attributes={key.name: value for key, value in run.typed_search_attributes},
+            task_attempts=attempts,
+        )
+
+    return list(await asyncio.gather(*(listed(run) for run in runs)))
 
 
-def ordered(runs: list) -> list:
+def ordered(runs: list[quick.Listed]) -> list[quick.Listed]:
     """Newest first, each run's podcast and slides right after it."""
     started = {run.id: run.start_time for run in runs if run.workflow_type == WORKFLOW_TYPE}
     return sorted(

@@ -1,17 +1,25 @@
-"""`deepresearch start`: start a run and print its workflow id."""
+"""`deepresearch start`: start a run and print its workflow id. The quick
+way (client/quick.py) starts it; the full client takes over when it cannot
+(tracing on, an input for external storage)."""
 
 from __future__ import annotations
 
 import argparse
 
+from client import quick
 from client.options import connection, research_input
-from client.runs import new_workflow_id, start_research
-from infra.temporal import connect
+from client.runs import new_workflow_id, start_research, start_research_quickly
 
 
 async def main(args: argparse.Namespace) -> int:
     request = research_input(args)
     conn = connection(args)
-    handle = await start_research(await connect(conn), conn, request, args.id or new_workflow_id())
-    print(handle.id)
+    workflow_id = args.id or new_workflow_id()
+    try:
+        await start_research_quickly(conn, request, workflow_id)
+    except quick.NotQuick:
+        from infra.temporal import connect
+
+        await start_research(await connect(conn), conn, request, workflow_id)
+    print(workflow_id)
     return 0
