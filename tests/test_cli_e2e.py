@@ -268,8 +268,9 @@ async def test_start_sends_what_the_full_client_sends(env, temporal_client, task
 
     quick_handle = temporal_client.get_workflow_handle(quick.stdout.strip())
     try:
-        assert await started(quick_handle) == await started(full)
-        given, memo, (summary, details), _ = await started(quick_handle)
+        seen = await started(quick_handle)
+        assert seen == await started(full)
+        given, memo, (summary, details), _ = seen
         assert given == request and memo == {"question": question}
         assert "\n" not in summary and "`max_step_num`: 2" in details
         again = cli(env, "start", question, "--task-queue", idle, "--id", quick_handle.id)

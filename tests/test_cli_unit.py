@@ -399,19 +399,21 @@ def test_usage_reads_as_english_in_the_singular_and_the_plural():
 
 
 class ReviewedRun:
-    """What the terminal review talks to: a run that takes every update."""
+    """What the terminal review talks to: a run that takes every update and
+    notes which status (plan version or question) was on screen for it."""
 
     id = "research-terminal"
 
-    def __init__(self, status: RunStatus) -> None:
-        self.status = status
-        self.updates: list[tuple[str, list]] = []
+    def __init__(self) -> None:
+        self.status: RunStatus | None = None
+        self.updates: list[tuple[str, list, object]] = []
 
-    async def query(self, *args, **kwargs) -> RunStatus:
+    async def query(self, *args, **kwargs) -> RunStatus | None:
         return self.status
 
     async def execute_update(self, name: str, args: list, **kwargs) -> str:
-        self.updates.append((name, args))
+        shown = self.status.pending_question or self.status.plan_version
+        self.updates.append((name, args, shown))
         return "ok"
 
 
@@ -431,19 +433,25 @@ async def test_the_terminal_review_does_not_ask_again_for_a_plan_or_question_it_
     def pending(version: int) -> RunStatus:
         return RunStatus(phase="awaiting_review", question="q", plan=plan, review_pending=True, plan_version=version)
 
-    monkeypatch.setattr(sys, "stdin", io.StringIO("add costs\n\nIn Norway\n"))
-    run = ReviewedRun(pending(1))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("add costs\n\nIn Norway\nIn 1911\n"))
+    run = ReviewedRun()
     review = TerminalReview(run, ProgressView(Console(file=io.StringIO()), run.id))
-    await review.maybe_ask(pending(1))
-    await review.maybe_ask(pending(1))  # the edit is not yet seen by this status
-    await review.maybe_ask(pending(2))
+
+    async def shown(status: RunStatus) -> None:
+        run.status = status
+        await review.maybe_ask(status)
+
+    await shown(pending(1))
+    await shown(pending(1))  # the edit is not yet seen by this status
+    await shown(pending(2))
     asked = RunStatus(phase="clarifying", question="q", pending_question="Where?")
-    await review.maybe_ask(asked)
-    await review.maybe_ask(asked.model_copy(update={"clarifications": []}))  # still unanswered in this status
+    await shown(asked)
+    await shown(asked.model_copy(update={"clarifications": []}))  # the answer is not yet seen by this status
     answered = [Clarification(question="Where?", answer="In Norway")]
-    await review.maybe_ask(asked.model_copy(update={"clarifications": answered, "pending_question": "When?"}))
+    await shown(asked.model_copy(update={"clarifications": answered, "pending_question": "When?"}))
     assert run.updates == [
-        ("submit_review", ["[EDIT_PLAN] add costs", 1]),
-        ("submit_review", ["[ACCEPTED]", 2]),
-        ("answer_clarification", ["In Norway"]),
+        ("submit_review", ["[EDIT_PLAN] add costs", 1], 1),
+        ("submit_review", ["[ACCEPTED]", 2], 2),
+        ("answer_clarification", ["In Norway"], "Where?"),
+        ("answer_clarification", ["In 1911"], "When?"),
     ]
