@@ -122,9 +122,9 @@ class Guard:
         return None
 
     def _token_offered(self, request: Request) -> bool:
-        bearer = request.headers.get("authorization", "")
+        scheme, _, bearer = request.headers.get("authorization", "").partition(" ")
         offered = [
-            bearer.removeprefix("Bearer ").strip() if bearer.startswith("Bearer ") else "",
+            bearer.strip() if scheme.lower() == "bearer" else "",
             request.query_params.get("token") or "",
             request.cookies.get(TOKEN_COOKIE) or "",
         ]
@@ -134,11 +134,12 @@ class Guard:
     def _same_site(self, origin: str, own_port: int | None) -> bool:
         try:
             parts = urlsplit(origin)
+            port = parts.port
         except ValueError:
             return False
         if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
             return False
         netloc = parts.netloc
-        if parts.port is None:  # the scheme's port, said out loud
+        if port is None:  # the scheme's port, said out loud
             netloc += ":443" if parts.scheme == "https" else ":80"
         return self.hosts.allows(netloc, own_port)
