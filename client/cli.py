@@ -142,6 +142,13 @@ def build_parser() -> Parser:
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need DEEPRESEARCH_UI_TOKEN)"
     )
     ui.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    ui.add_argument(
+        "--resources-dir",
+        action="append",
+        type=Path,
+        metavar="DIR",
+        help="runs started on the desk may search local documents inside DIR (repeatable; DEEPRESEARCH_UI_RESOURCES)",
+    )
 
     attach = command("attach", "attach:main", "follow a run started elsewhere, with the review prompt: as `run` does")
     attach.add_argument("workflow_id", metavar="ID")

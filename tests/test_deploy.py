@@ -55,21 +55,33 @@ WORKER_CODE = [
     *sorted((ROOT / "activities").rglob("*.py")),
 ]
 ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
-INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}")
+INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?([-?])([^}]*))?\}")
+# What the host must set, or compose refuses to start (``${NAME:?message}``).
+REQUIRED_ON_HOST = {"DEEPRESEARCH_SANDBOX_TOKEN": "a-token-from-the-host"}
+
+
+class Unset(Exception):
+    """A ``${NAME:?message}`` the host does not set: compose stops with the message."""
 
 
 def interpolate(value: object, host: dict[str, str]) -> str:
     """What compose makes of a value, given the host's environment."""
-    text = str(value)
-    text = INTERPOLATION.sub(lambda m: host.get(m[1]) or (m[2] or ""), text)
-    return text.replace("$$", "$")
+
+    def one(m: re.Match) -> str:
+        if host.get(m[1]):
+            return host[m[1]]
+        if m[2] == "?":
+            raise Unset(f"{m[1]}: {m[3]}")
+        return m[3] or ""
+
+    return INTERPOLATION.sub(one, str(value)).replace("$$", "$")
 
 
 def service_env(name: str, host: dict[str, str] | None = None) -> dict[str, str]:
     env = SERVICES[name].get("environment") or {}
     if isinstance(env, list):
         env = dict(item.split("=", 1) for item in env)
-    return {key: interpolate(value, host or {}) for key, value in env.items()}
+    return {key: interpolate(value, REQUIRED_ON_HOST | (host or {})) for key, value in env.items()}
 
 
 def names_read_by_code() -> tuple[set[str], set[str]]:
@@ -275,7 +287,7 @@ def test_worker_environment_is_what_the_code_reads():
     assert not unknown, f"the worker service sets variables no code reads: {unknown}"
     # Pass-throughs from the host keep the variable's own name (no typos).
     for name, value in raw.items():
-        for referenced, _default in INTERPOLATION.findall(str(value)):
+        for referenced, _kind, _default in INTERPOLATION.findall(str(value)):
             assert referenced == name or (name, referenced) in {
                 ("AWS_ACCESS_KEY_ID", "MINIO_ROOT_USER"),
                 ("AWS_SECRET_ACCESS_KEY", "MINIO_ROOT_PASSWORD"),
@@ -366,15 +378,27 @@ def test_model_written_code_runs_in_a_sandbox_service_without_keys_or_a_way_out(
         k for k in environment if any(w in k for w in ("KEY", "SECRET", "PASSWORD", "AWS_", "OPENAI", "TAVILY"))
     ]
     assert secretive == [], secretive  # only the token that workers present to it
-    assert set(environment) == {"DEEPRESEARCH_SANDBOX_TOKEN"}
+    assert set(environment) == {"DEEPRESEARCH_SANDBOX_TOKEN", "DEEPRESEARCH_SANDBOX_MAX_SESSIONS"}
+    assert interpolate(environment["DEEPRESEARCH_SANDBOX_MAX_SESSIONS"], {}) == "4"  # the service's own default
     assert sandbox["networks"] == ["sandbox"] and COMPOSE["networks"]["sandbox"]["internal"] is True
     assert not sandbox.get("ports") and not sandbox.get("volumes")  # nothing published, no shared data
     assert sandbox["command"][:3] == ["python", "-m", "activities.sandbox.service"]
     # The workers use it, and reach it on the internal network.
     env = service_env("worker")
     assert env["DEEPRESEARCH_SANDBOX"] == "remote" and env["DEEPRESEARCH_SANDBOX_URL"] == "http://sandbox:8090"
-    assert env["DEEPRESEARCH_SANDBOX_TOKEN"] == interpolate(environment["DEEPRESEARCH_SANDBOX_TOKEN"], {})
+    assert env["DEEPRESEARCH_SANDBOX_TOKEN"] == interpolate(environment["DEEPRESEARCH_SANDBOX_TOKEN"], REQUIRED_ON_HOST)
     assert "sandbox" in WORKER["networks"] and "default" in WORKER["networks"]
+
+
+def test_compose_ships_no_sandbox_token_of_its_own():
+    """A default token would be public (it is in this file): compose must stop
+    with a clear message until the host sets one."""
+    for name in ("sandbox", "worker"):
+        raw = SERVICES[name]["environment"]["DEEPRESEARCH_SANDBOX_TOKEN"]
+        with pytest.raises(Unset, match="set DEEPRESEARCH_SANDBOX_TOKEN in .env"):
+            interpolate(raw, {})
+        assert interpolate(raw, {"DEEPRESEARCH_SANDBOX_TOKEN": "mine"}) == "mine"
+    assert "DEEPRESEARCH_SANDBOX_TOKEN=" in (ROOT / "docs" / "deploy.md").read_text()  # in the .env it shows
 
 
 def test_pyproject_extras():

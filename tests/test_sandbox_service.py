@@ -12,10 +12,13 @@ import sys
 import time
 import urllib.request
 import uuid
+from contextlib import contextmanager
 
+import httpx
 import pytest
 
 from activities.sandbox import make_sandbox
+from activities.sandbox.base import SandboxError
 from activities.sandbox.remote import RemoteSandbox
 from infra.settings import Settings
 
@@ -28,28 +31,40 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def service():
+def service_env(**extra: str) -> dict[str, str]:
+    return {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "PYTHONPATH": os.getcwd()} | extra  # no keys at all
+
+
+@contextmanager
+def service_process(env: dict[str, str], *args: str):
+    """The service in its own process on a free loopback port; yields (URL, process)."""
     port = free_port()
-    env = {"PATH": os.environ["PATH"], "DEEPRESEARCH_SANDBOX_TOKEN": TOKEN, "LANG": "C.UTF-8"}  # no keys at all
     proc = subprocess.Popen(
-        [sys.executable, "-m", "activities.sandbox.service", "--port", str(port)],
-        env=env | {"PYTHONPATH": os.getcwd()},
+        [sys.executable, "-m", "activities.sandbox.service", "--port", str(port), *args],
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            urllib.request.urlopen(url + "/health", timeout=1)
-            break
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError(proc.stdout.read().decode()) from None
-            time.sleep(0.1)
-    yield url
-    proc.terminate()
-    proc.wait(10)
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(url + "/health", timeout=1)
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    raise RuntimeError(proc.stdout.read().decode()) from None
+                time.sleep(0.1)
+        yield url, proc
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def service():
+    with service_process(service_env(DEEPRESEARCH_SANDBOX_TOKEN=TOKEN)) as (url, _proc):
+        yield url
 
 
 @pytest.fixture
@@ -99,8 +114,65 @@ async def test_code_in_the_service_reaches_no_port_no_process_and_no_more_proces
 
 async def test_a_wrong_token_is_refused(service):
     box = RemoteSandbox(service, token="wrong")
-    from activities.sandbox.base import SandboxError
-
     with pytest.raises(SandboxError, match="HTTP 401"):
         await box.run("s", "print(1)")
     await box.close_all()
+
+
+async def test_malformed_json_is_a_clear_400(service):
+    auth = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    async with httpx.AsyncClient(trust_env=False, timeout=30) as http:
+        for path in ("/run", "/close"):
+            for body in (b"{not json", b"\xff\xfe", b""):
+                reply = await http.post(service + path, content=body, headers=auth)
+                assert reply.status_code == 400, (path, body)
+                assert reply.json()["error"].startswith("the request body is not JSON")
+            reply = await http.post(service + path, json=["a", "list"], headers=auth)
+            assert reply.status_code == 400 and reply.json()["error"] == "send a JSON object"
+
+
+def test_without_a_token_it_refuses_to_serve_beyond_loopback():
+    done = subprocess.run(
+        [sys.executable, "-m", "activities.sandbox.service", "--host", "0.0.0.0", "--port", str(free_port())],
+        env=service_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "sandbox service: refusing to serve 0.0.0.0 without a token: anyone who reaches it could run code; "
+        "set DEEPRESEARCH_SANDBOX_TOKEN (on the workers too), or bind to 127.0.0.1"
+    ]
+
+
+def test_without_a_token_on_loopback_it_says_so():
+    with service_process(service_env()) as (_url, proc):
+        proc.terminate()
+        said = proc.stdout.read().decode()
+    assert "no DEEPRESEARCH_SANDBOX_TOKEN: serving loopback only, where any local user can run code here" in said
+
+
+async def test_sessions_are_capped_and_the_next_one_gets_one_clear_line():
+    env = service_env(DEEPRESEARCH_SANDBOX_TOKEN=TOKEN, DEEPRESEARCH_SANDBOX_MAX_SESSIONS="2")
+    with service_process(env) as (url, _proc):
+        box = RemoteSandbox(url, token=TOKEN)
+        try:
+            # Four new sessions at once: two get in, two are told the service is busy.
+            results = await asyncio.gather(*(box.run(f"s{i}", "print(1)") for i in range(4)), return_exceptions=True)
+            busy = [r for r in results if isinstance(r, SandboxError)]
+            assert len(busy) == 2 and sum(r.stdout == "1\n" for r in results if not isinstance(r, Exception)) == 2
+            message = str(busy[0])
+            assert message == (
+                "the sandbox service is busy: 2 sessions are open, its limit "
+                "(DEEPRESEARCH_SANDBOX_MAX_SESSIONS=2); try again when one ends"
+            )
+            # An open session goes on; once one is closed, a new one gets in.
+            admitted = sorted(box.sessions)
+            assert (await box.run(admitted[0], "print(2)")).stdout == "2\n"
+            with pytest.raises(SandboxError, match="busy"):
+                await box.run("late", "print(3)")
+            await box.close(admitted[0])
+            assert (await box.run("late", "print(3)")).stdout == "3\n"
+        finally:
+            await box.close_all()

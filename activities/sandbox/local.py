@@ -217,6 +217,10 @@ class LocalSandbox:
                 )
             return result
 
+    def open_sessions(self) -> set[str]:
+        """The sessions that have a process now."""
+        return set(self._sessions)
+
     async def close(self, session: str) -> None:
         """Stop the session's process and delete its directory."""
         if session in self._sessions:

@@ -31,6 +31,8 @@ class RemoteSandbox:
         answer = _json(response)
         if response.status_code == 503 and "refused" in answer:
             raise SandboxRefused(answer["refused"])
+        if response.status_code == 429:  # at its session limit: one line, and the activity tries again later
+            raise SandboxError(answer.get("error") or f"the sandbox service at {self.url} is busy")
         if response.status_code != 200:
             raise SandboxError(f"the sandbox service answered HTTP {response.status_code}: {answer.get('error', '')}")
         self.sessions.add(session)

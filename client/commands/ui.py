@@ -39,6 +39,8 @@ async def main(args: argparse.Namespace) -> int:
     import uvicorn
 
     from client.desk.app import create_app
+    from client.desk.guard import HOSTS_ENV, AllowedHosts
+    from client.desk.inputs import RESOURCES_ENV, InputProblem, resource_dirs
 
     token = (os.environ.get(TOKEN_ENV) or "").strip() or None
     if not is_loopback(args.host) and not token:
@@ -46,15 +48,24 @@ async def main(args: argparse.Namespace) -> int:
             f"the desk would be reachable from other machines on {args.host}: set {TOKEN_ENV} to a secret "
             "(then open the page with ?token=…), or bind to 127.0.0.1"
         )
+    try:
+        hosts = AllowedHosts.from_setting(args.host, os.environ.get(HOSTS_ENV))
+        folders = resource_dirs(getattr(args, "resources_dir", None) or (), os.environ.get(RESOURCES_ENV))
+    except (ValueError, InputProblem) as err:
+        raise CliError(str(err)) from None
     conn = connection(args)
     try:
         await connect(conn)
         where = f"Temporal at {conn.address} (namespace {conn.namespace})"
     except ConnectionFailed as err:
         where = f"{err} — the desk shows this until Temporal is reachable"
-    app = create_app(conn, token=token, temporal_ui=temporal_ui_url(conn.address))
+    app = create_app(conn, token=token, temporal_ui=temporal_ui_url(conn.address), hosts=hosts, resource_dirs=folders)
     shown = f"http://{args.host}:{args.port}/" + ("?token=…" if token else "")
     print(f"research desk at {shown}; {where}; Ctrl-C to stop", flush=True)
+    if not hosts.named and not is_loopback(args.host):
+        print(f"it answers only to {hosts.describe(args.port)}: list its other names in {HOSTS_ENV}", flush=True)
+    if folders:
+        print(f"local documents from: {', '.join(map(str, folders))}", flush=True)
     config = uvicorn.Config(
         app, host=args.host, port=args.port, log_level="warning", access_log=False, timeout_graceful_shutdown=2
     )

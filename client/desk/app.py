@@ -17,8 +17,11 @@ JSON API (all under ``/api``):
 
 Safe by default: it binds to loopback; on another address it needs
 ``DEEPRESEARCH_UI_TOKEN`` and every request must carry it (the page gets a
-cookie from ``/?token=…``). Changes need a JSON body and a same-origin
-request, so another site cannot drive the desk from a visitor's browser.
+cookie from ``/?token=…``). It answers only to its own host names (loopback
+and ``DEEPRESEARCH_UI_HOSTS``: no DNS rebinding). Changes need a JSON body and
+a same-origin request, so another site cannot drive the desk from a visitor's
+browser. A request sets only the run settings in ``inputs.DESK_FIELDS``, and
+local documents only by names inside the operator's resources folders.
 Reports are rendered without raw HTML (as the HTML export is).
 """
 
@@ -26,10 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
@@ -38,7 +42,8 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
-from client.desk.guard import TOKEN_COOKIE, Guard
+from client.desk.guard import TOKEN_COOKIE, AllowedHosts, Guard
+from client.desk.inputs import InputProblem, run_input
 from client.errors import failure_message, rejection_reason
 from client.export import render, report_html, sources_html
 from client.ids import side_id
@@ -54,7 +59,6 @@ from workflows.models import (
     PROGRESS_TOPIC,
     TITLE_ATTRIBUTE,
     ProgressEvent,
-    ResearchInput,
     ResearchResult,
     RunStatus,
 )
@@ -71,8 +75,18 @@ class Problem(Exception):
         self.status = status
 
 
-def create_app(conn: Connection, *, token: str | None = None, temporal_ui: str | None = None) -> Starlette:
+def create_app(
+    conn: Connection,
+    *,
+    token: str | None = None,
+    temporal_ui: str | None = None,
+    hosts: AllowedHosts | None = None,
+    resource_dirs: Sequence[Path] = (),
+) -> Starlette:
+    """``hosts``: the names it answers to (loopback by default);
+    ``resource_dirs``: the only folders a run's local documents come from."""
     desk = Desk(conn, token, temporal_ui)
+    desk.resource_dirs = list(resource_dirs)
     routes = [
         Route("/", desk.page),
         Route("/runs/{run_id}", desk.page),
@@ -89,7 +103,7 @@ def create_app(conn: Connection, *, token: str | None = None, temporal_ui: str |
         Route("/api/runs/{run_id}/{kind:str}", desk.side_output, methods=["GET", "POST"]),
     ]
     app = Starlette(routes=routes)
-    app.add_middleware(Guard, token=desk.token)
+    app.add_middleware(Guard, token=desk.token, hosts=hosts)
     return app
 
 
@@ -98,6 +112,7 @@ class Desk:
         self.conn = conn
         self.token = token
         self.temporal_ui = temporal_ui
+        self.resource_dirs: list[Path] = []
         self._client: Client | None = None
         self._lock = asyncio.Lock()
 
@@ -162,18 +177,11 @@ class Desk:
         body = await _json(request)
         return await self._answer(lambda: self._start(body))
 
-    async def _start(self, body: dict) -> dict:
-        if not isinstance(body, dict):
-            raise Problem("send the run's settings as a JSON object")
-        question = str(body.get("question") or "").strip()
-        if not question:
-            raise Problem("the question is empty: type what you want researched")
-        settings = {k: v for k, v in body.items() if k != "question" and v not in (None, "")}
-        try:
-            research = ResearchInput(question=question, **settings)
-        except ValidationError as err:
-            problem = err.errors()[0]
-            raise Problem(f"invalid run settings: {'.'.join(map(str, problem['loc']))}: {problem['msg']}") from None
+    async def _start(self, body: Any) -> dict:
+        try:  # only the allowed fields; local documents only from the resources folders
+            research = await asyncio.to_thread(run_input, body, self.resource_dirs)
+        except InputProblem as problem:
+            raise Problem(str(problem)) from None
         handle = await start_research(await self.client(), self.conn, research, new_workflow_id())
         return {"id": handle.id}
 
@@ -246,7 +254,10 @@ class Desk:
         except Problem as problem:
             return JSONResponse({"error": str(problem)}, problem.status)
         start = request.headers.get("last-event-id") or request.query_params.get("from") or "-1"
-        offset = int(start) + 1 if start.lstrip("-").isdigit() else 0
+        if start != "-1" and not (start.isascii() and start.isdigit() and len(start) <= 18):
+            message = f"Last-Event-ID (or ?from=) must be the id of an event this stream sent, not {start[:40]!r}"
+            return JSONResponse({"error": message}, 400)
+        offset = int(start) + 1
         client = await self.client()
 
         async def stream():
