@@ -12,7 +12,7 @@ JSON API (all under ``/api``):
 | POST /runs/{id}/review | ``{"feedback": …, "plan_version": n}`` through the ``submit_review`` update |
 | POST /runs/{id}/answer | ``{"answer": …}`` through ``answer_clarification`` |
 | POST /runs/{id}/cancel | cancel: the run ends with a partial report |
-| GET  /runs/{id}/report.{md,html,json} | downloads |
+| GET  /runs/{id}/report.{md,html,json,pdf,docx} | downloads |
 | POST /runs/{id}/{podcast,slides} | make them; GET downloads them when made |
 
 Safe by default: it binds to loopback; on another address it needs
@@ -39,7 +39,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
 from client.desk.guard import TOKEN_COOKIE, Guard
-from client.errors import failure_message, rejection_reason
+from client.errors import CliError, failure_message, rejection_reason
 from client.export import render, report_html, sources_html
 from client.ids import side_id
 from client.runs import WORKFLOW_TYPE, new_workflow_id, start_research
@@ -60,7 +60,23 @@ from workflows.models import (
 )
 
 PHASES = ("coordinating", "clarifying", "investigating", "planning", "awaiting_review", "researching", "reporting")
-MEDIA = {"md": "text/markdown; charset=utf-8", "html": "text/html; charset=utf-8", "json": "application/json"}
+MEDIA = {
+    "md": "text/markdown; charset=utf-8",
+    "html": "text/html; charset=utf-8",
+    "json": "application/json",
+    "pdf": "application/pdf",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+}
+
+
+def attachment(run_id: str, ext: str) -> str:
+    """A Content-Disposition for a download named after the run: any id
+    Temporal accepts (any script, quotes, line breaks) gives a valid header
+    and a plain file name (RFC 6266: an ASCII name and the UTF-8 one)."""
+    from urllib.parse import quote
+
+    plain = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in run_id)[:120].strip(".")
+    return f"attachment; filename=\"{plain or 'report'}.{ext}\"; filename*=UTF-8''{quote(f'{run_id}.{ext}', safe='')}"
 
 
 class Problem(Exception):
@@ -309,18 +325,18 @@ class Desk:
     async def download(self, request: Request) -> Response:
         run_id, fmt = request.path_params["run_id"], request.path_params["fmt"]
         if fmt not in MEDIA:
-            return JSONResponse({"error": f"unknown format {fmt!r}: use md, html or json"}, 404)
+            return JSONResponse({"error": f"unknown format {fmt!r}: use {', '.join(MEDIA)}"}, 404)
 
         async def fetch() -> Response:
             described = await self._describe(run_id)
             if described.status != WorkflowExecutionStatus.COMPLETED:
                 raise Problem(f"run {run_id} has no report yet", 409)
             result = await (await self.client()).get_workflow_handle(run_id, result_type=ResearchResult).result()
-            return Response(
-                render(result, fmt),
-                media_type=MEDIA[fmt],
-                headers={"Content-Disposition": f'attachment; filename="{run_id}.{fmt}"'},
-            )
+            try:  # laying out a PDF takes a while: not on the event loop
+                body = await asyncio.to_thread(render, result, fmt)
+            except CliError as err:
+                raise Problem(str(err), 501) from None
+            return Response(body, media_type=MEDIA[fmt], headers={"Content-Disposition": attachment(run_id, fmt)})
 
         return await self._answer(fetch)
 

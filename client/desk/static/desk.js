@@ -220,9 +220,7 @@ function showReport(id, data) {
     a.target = "_blank";
     a.rel = "noopener noreferrer";
   }
-  $("download-md").href = base + "/report.md";
-  $("download-html").href = base + "/report.html";
-  $("download-json").href = base + "/report.json";
+  for (const fmt of ["md", "html", "json", "pdf", "docx"]) $("download-" + fmt).href = base + "/report." + fmt;
   const files = data.files || {};
   const making = { slides: "making slides…", podcast: "making a podcast…" };
   for (const kind of ["slides", "podcast"]) {
