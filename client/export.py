@@ -5,8 +5,6 @@
 - ``md``: the report's markdown as the reporter wrote it;
 - ``json``: the whole result (``ResearchResult`` JSON, loads back with
   ``ResearchResult.model_validate_json``);
-- ``pdf`` and ``docx``: a PDF (that page laid out by WeasyPrint) or a Word
-  document (python-docx), with headings, tables and clickable sources;
 - ``html``: one standalone HTML5 document: inline CSS only, no scripts, fonts,
   or external images, so it works offline, prints well and can be mailed
   around. The report is rendered from markdown with markdown-it-py with raw HTML
@@ -28,7 +26,7 @@ from markdown_it.token import Token
 from client.wording import usage_text
 from workflows.models import Citation, ResearchResult
 
-Format = Literal["md", "html", "json", "pdf", "docx"]
+Format = Literal["md", "html", "json"]
 FORMATS: tuple[str, ...] = get_args(Format)
 
 # What may become a link: absolute http(s) and file URLs, and in-page anchors.
@@ -38,24 +36,16 @@ _EMBEDDED_IMAGE = re.compile(r"^data:image/(?:png|gif|jpeg|webp);", re.IGNORECAS
 _SAFE_REL = "noopener noreferrer"
 
 
-def render(result: ResearchResult, fmt: Format = "md") -> str | bytes:
-    """The report as text (md, html, json) or as a document's bytes (pdf,
-    docx: ``client/export_pdf.py``, ``client/export_docx.py``)."""
-    if fmt == "pdf":
-        from client.export_pdf import render_pdf
-
-        return render_pdf(result)
-    if fmt == "docx":
-        from client.export_docx import render_docx
-
-        return render_docx(result)
+def render_text(result: ResearchResult, fmt: Format = "md") -> str:
+    """The report as text: md, html or json (``client/report_files.py``
+    renders every format, PDF and Word included)."""
     if fmt == "md":
         return result.final_report
     if fmt == "json":
         return result.model_dump_json(indent=2)
     if fmt == "html":
         return render_html(result)
-    raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    raise ValueError(f"unknown text format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
 # --- links -----------------------------------------------------------------------

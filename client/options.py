@@ -117,6 +117,14 @@ RUN_OPTIONS: tuple[tuple[str, str, dict], ...] = (
             "help": "what a review timeout does: accept the plan or end the run (default end)",
         },
     ),
+    (
+        "--continue-from",
+        "continue_from",
+        {
+            "metavar": "ID",
+            "help": "build on a finished run: plan from what it found and research only what is missing",
+        },
+    ),
 )
 OPTION_OF_FIELD = {field: option for option, field, _ in RUN_OPTIONS}
 

@@ -12,8 +12,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from client.export import render
 from client.options import format_for_path
+from client.report_files import render
 from workflows.models import Citation, Plan, ResearchResult, Step, Usage
 
 CITATIONS = [

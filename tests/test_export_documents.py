@@ -13,11 +13,10 @@ import zipfile
 from pathlib import Path
 
 import docx
-import pytest
 from docx.oxml.ns import qn
 from pypdf import PdfReader
 
-from client.export import render
+from client.report_files import render
 from testkit.pages import PageServer
 from workflows.models import Citation, Plan, ResearchResult, Step, Usage
 

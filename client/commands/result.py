@@ -24,7 +24,7 @@ async def main(args: argparse.Namespace) -> int:
         return await side_result(conn, client, kind, args.workflow_id, args.output, args.format)
     handle = client.get_workflow_handle(args.workflow_id, result_type=ResearchResult)
     result: ResearchResult = await handle.result()
-    from client.export import render  # markdown-it: only when a report is rendered
+    from client.report_files import render  # markdown-it: only when a report is rendered
 
     fmt = output_format(args)
     text = render(result, fmt)

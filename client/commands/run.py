@@ -12,9 +12,9 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from client import terminal_log
 from client.devserver import DevServer, free_port, port_open
 from client.display import make_console, print_report
-from client.export import render
 from client.interactive import follow_run
 from client.options import DEV_SERVER_PORT, connection, dev_server_ports, report_path, research_input
+from client.report_files import render
 from client.runs import new_workflow_id, start_research
 from client.talk import exit_code, write_file
 from client.wording import usage_text

@@ -40,8 +40,9 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from client.desk.guard import TOKEN_COOKIE, Guard
 from client.errors import CliError, failure_message, rejection_reason
-from client.export import render, report_html, sources_html
+from client.export import report_html, sources_html
 from client.ids import side_id
+from client.report_files import render
 from client.runs import WORKFLOW_TYPE, new_workflow_id, start_research
 from client.side_outputs import RESULT_TYPES, SIDE_TYPES, finished_report, start_once
 from client.talk import QUERY_TIMEOUT
