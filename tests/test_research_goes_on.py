@@ -16,6 +16,7 @@ from temporalio.client import WorkflowExecutionStatus
 
 from testkit.pages import article
 from testkit.research_script import FACT
+from testkit.runs import keep_history
 from testkit.worker_process import WorkerProcess
 
 BIN = Path(sys.executable).parent
@@ -74,6 +75,7 @@ async def test_a_thread_of_three_questions(worker_env, worker, llm, tavily, page
     research = await temporal_client.get_workflow_handle(third["research_run"]).describe()
     assert research.status == WorkflowExecutionStatus.COMPLETED
 
+    await keep_history(temporal_client.get_workflow_handle(first["workflow_id"]), "follow_up_thread")
     thread = await temporal_client.get_workflow_handle(first["workflow_id"]).query("status")
     assert thread["questions"] == 3 and [t["researched"] for t in thread["turns"]] == [False, False, True]
     listed = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "list")
@@ -108,7 +110,7 @@ async def test_a_worker_killed_mid_answer_pays_nothing_twice(worker_env, worker,
     assert len(llm.calls("followup")) == 2  # the call lost with the worker, and its retry: no more
 
 
-async def test_continue_from_plans_from_what_the_run_found(worker_env, worker, llm, pages):
+async def test_continue_from_plans_from_what_the_run_found(worker_env, worker, llm, pages, temporal_client):
     first = await asyncio.to_thread(finished_run, worker_env)
     started = await asyncio.to_thread(
         cli, worker_env, "start", "What else is known about Lantern Rock?", "--auto-accept",
@@ -119,6 +121,7 @@ async def test_continue_from_plans_from_what_the_run_found(worker_env, worker, l
     done = await asyncio.to_thread(cli, worker_env, "result", second_id, "--json")
     assert done.returncode == 0, done.stderr
     second = json.loads(done.stdout)
+    await keep_history(temporal_client.get_workflow_handle(second_id), "continued_from_run")
     planner = [c for c in llm.calls("planner") if first["run_id"] in json.dumps(c)]
     assert planner and FACT in json.dumps(planner[0])  # the planner saw what the first run found
     reporter = json.dumps(llm.calls("reporter")[-1])

@@ -169,7 +169,7 @@ class FollowUp:
         findings and sources join the thread's. Returns its id."""
         s = self.state
         s.researched += 1
-        run_id = f"{workflow.info().workflow_id}-research-{s.researched}"
+        run_id = f"{self.input.run_id}-ask-research-{s.researched}"
         self.phase, self.research_run = "researching", run_id
         request = ResearchInput(question=question, max_step_num=2, auto_accept_plan=not review)
         result: ResearchResult = await workflow.execute_child_workflow(
