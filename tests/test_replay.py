@@ -45,6 +45,8 @@ def test_there_are_histories_to_replay():
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_history_replays(path: Path, tmp_path: Path):
-    replayer = Replayer(workflows=[DeepResearch, Podcast, Slides, Prose, FollowUp], data_converter=data_converter(tmp_path))
+    replayer = Replayer(
+        workflows=[DeepResearch, Podcast, Slides, Prose, FollowUp], data_converter=data_converter(tmp_path)
+    )
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     await replayer.replay_workflow(history)

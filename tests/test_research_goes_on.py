@@ -78,6 +78,9 @@ async def test_a_thread_of_three_questions(worker_env, worker, llm, tavily, page
     await keep_history(temporal_client.get_workflow_handle(first["workflow_id"]), "follow_up_thread")
     thread = await temporal_client.get_workflow_handle(first["workflow_id"]).query("status")
     assert thread["questions"] == 3 and [t["researched"] for t in thread["turns"]] == [False, False, True]
+    shown = await asyncio.to_thread(cli, worker_env, "status", first["workflow_id"])
+    assert shown.returncode == 0, shown.stderr
+    assert "Q: Repeat your previous answer, please" in shown.stdout and "researched more in" in shown.stdout
     listed = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "list")
     assert first["workflow_id"] in listed.stdout and "follow-up thread: 3 question(s)" in listed.stdout
 

@@ -14,51 +14,22 @@ import argparse
 import asyncio
 import json
 
+from client import threads
 from client.display import make_console, print_report
 from client.ids import thread_id
 from client.options import connection
-from client.side_outputs import finished_report
 from infra.errors import cli_name
 from infra.temporal import connect
-from workflows.follow_up_models import FollowUpAnswer, FollowUpInput, ThreadStatus
+from workflows.follow_up_models import FollowUpAnswer, ThreadStatus
 
 POLL_SECONDS = 1.0
 
 
 async def main(args: argparse.Namespace) -> int:
-    from temporalio.client import WithStartWorkflowOperation
-    from temporalio.common import WorkflowIDConflictPolicy
-
-    from client.commands.run import has_pollers
-    from client.errors import CliError
-
-    question = args.question.strip()
-    if not question:
-        raise CliError("the question is empty")
     conn = connection(args)
     client = await connect(conn)
-    await finished_report(client, args.workflow_id, conn.namespace)  # one line when there is no report
-    queue = (await client.get_workflow_handle(args.workflow_id).describe()).task_queue or conn.task_queue
-    if not await has_pollers(client, _on(conn, queue)):
-        raise CliError(
-            f"no worker polls task queue {queue!r}, the queue of run {args.workflow_id}: "
-            f"start one with `{cli_name()} worker --task-queue {queue}`"
-        )
+    asking = await threads.ask(client, conn, args.workflow_id, args.question, args.review)
     thread = thread_id(args.workflow_id)
-    start = WithStartWorkflowOperation(
-        "FollowUp",
-        FollowUpInput(run_id=args.workflow_id),
-        id=thread,
-        task_queue=queue,
-        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        memo={"run": args.workflow_id, "questions": 0},
-        static_summary=f"follow-up questions on run {args.workflow_id}"[:200],
-    )
-    asking = asyncio.create_task(
-        client.execute_update_with_start_workflow(
-            "ask", args=[question, bool(args.review)], start_workflow_operation=start, result_type=FollowUpAnswer
-        )
-    )
     if not args.json:
         print(f"asking thread {thread}…", flush=True)
     await _tell_about_research(client, thread, asking, args)
@@ -81,12 +52,6 @@ async def main(args: argparse.Namespace) -> int:
         console.print(f"[{n}] {citation.title or citation.url} {citation.url}", markup=False)
     console.print(f"ask more with `{cli_name()} ask {args.workflow_id} QUESTION` (same thread: {thread})")
     return 0
-
-
-def _on(conn, queue: str):
-    import dataclasses
-
-    return dataclasses.replace(conn, task_queue=queue)
 
 
 async def _tell_about_research(client, thread: str, asking: asyncio.Task, args) -> None:

@@ -118,16 +118,28 @@ async def create(client, conn, args: argparse.Namespace) -> int:
     return 0
 
 
-async def list_schedules(client) -> int:
+async def schedule_rows(client) -> list[dict]:
+    """Each schedule: name, when, state, runs started, the last run and the next time."""
     rows = []
     async for listed in await client.list_schedules():
         described = await client.get_schedule_handle(listed.id).describe()
         info, spec = described.info, described.schedule.spec
         every = ", ".join(_human(i.every) for i in spec.intervals) or ", ".join(spec.cron_expressions) or "?"
-        state = "paused" if described.schedule.state.paused else "active"
-        last = info.recent_actions[-1].action.workflow_id if info.recent_actions else "-"
-        upcoming = info.next_action_times[0].isoformat(timespec="seconds") if info.next_action_times else "-"
-        rows.append((listed.id, every, state, str(info.num_actions), last, upcoming))
+        rows.append(
+            {
+                "name": listed.id,
+                "every": every,
+                "state": "paused" if described.schedule.state.paused else "active",
+                "runs": info.num_actions,
+                "last": info.recent_actions[-1].action.workflow_id if info.recent_actions else "-",
+                "next": info.next_action_times[0].isoformat(timespec="seconds") if info.next_action_times else "-",
+            }
+        )
+    return rows
+
+
+async def list_schedules(client) -> int:
+    rows = [tuple(str(v) for v in row.values()) for row in await schedule_rows(client)]
     if not rows:
         print(f"no schedules (create one with `{cli_name()} schedule create NAME QUESTION --every 1w`)")
         return 0

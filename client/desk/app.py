@@ -103,6 +103,8 @@ def create_app(conn: Connection, *, token: str | None = None, temporal_ui: str |
         Route("/api/runs/{run_id}/answer", desk.answer, methods=["POST"]),
         Route("/api/runs/{run_id}/cancel", desk.cancel, methods=["POST"]),
         Route("/api/runs/{run_id}/report.{fmt}", desk.download),
+        Route("/api/runs/{run_id}/ask", desk.ask, methods=["POST"]),
+        Route("/api/schedules", desk.schedules),
         Route("/api/runs/{run_id}/{kind:str}", desk.side_output, methods=["GET", "POST"]),
     ]
     app = Starlette(routes=routes)
@@ -376,6 +378,26 @@ class Desk:
             return Response(data, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
         return await self._answer(make if request.method == "POST" else fetch)
+
+    async def ask(self, request: Request) -> Response:
+        body = await _json(request)
+        return await self._answer(lambda: self._ask(request.path_params["run_id"], body))
+
+    async def _ask(self, run_id: str, body: Any) -> dict:
+        from client import threads
+
+        if not isinstance(body, dict) or not isinstance(body.get("question"), str):
+            raise Problem('send {"question": "…"}')
+        answer = await (await threads.ask(await self.client(), self.conn, run_id, body["question"]))
+        return answer.model_dump(mode="json") | {"answer_html": report_html(answer.answer)[1]}
+
+    async def schedules(self, request: Request) -> Response:
+        from client.commands.schedule import schedule_rows
+
+        return await self._answer(lambda: self._schedules(schedule_rows))
+
+    async def _schedules(self, rows) -> dict:
+        return {"schedules": await rows(await self.client())}
 
     async def _answer(self, work) -> Response:
         """JSON (or the response ``work`` made); every failure one clear line."""
