@@ -46,6 +46,8 @@ def render_prompt(name: str, variables: dict[str, Any]) -> str:
         render_prompt("clarification", {**variables, "clarify": False}) if variables.get("clarify") else ""
     )
     values["local_docs"] = render_prompt("local_docs", {}) if variables.get("has_resources") else ""
+    building_on = variables.get("changes_since") and name != "changes"  # an earlier report: workflows/continuation.py
+    values["changes"] = render_prompt("changes", variables) if building_on else ""
     style = variables.get("report_style")
     if style:
         values["style_guide"] = _prompt_file(f"styles/{style}.md")

@@ -167,6 +167,8 @@ def build_parser() -> Parser:
     )
     gc.add_argument("--dry-run", action="store_true", help="say what would be deleted, delete nothing")
 
+    add_research_goes_on(command)
+
     command("worker", "worker:main", "run a worker until Ctrl-C")
 
     server = command("server", "server:main", "run the embedded Temporal dev server with its UI until Ctrl-C")
@@ -175,6 +177,34 @@ def build_parser() -> Parser:
     server.add_argument("--ui-port", type=int, help=f"web UI port (DEEPRESEARCH_DEV_UI_PORT; default {DEV_UI_PORT})")
     server.add_argument("--db", type=Path, help="SQLite file (default <data dir>/temporal.db)")
     return parser
+
+
+def add_research_goes_on(command) -> None:
+    """`ask` (follow-up questions on a run) and `schedule` (research that repeats)."""
+    ask = command("ask", "ask:main", "ask a finished run a follow-up question (researches more when needed)")
+    ask.add_argument("workflow_id", metavar="ID")
+    ask.add_argument("question", help="the follow-up question")
+    ask.add_argument("--review", action="store_true", help="review the plan of any further research")
+    ask.add_argument("--json", action="store_true", help="print {workflow_id, answer, citations, researched}")
+
+    schedule = command("schedule", "schedule:main", "research that repeats on a Temporal Schedule")
+    actions = schedule.add_subparsers(dest="action", required=True, metavar="ACTION")
+    create = actions.add_parser("create", help="create a schedule: each run builds on its last completed one")
+    create.add_argument("name", metavar="NAME")
+    add_run_options(create)
+    when = create.add_mutually_exclusive_group(required=True)
+    when.add_argument("--every", metavar="DURATION", help="e.g. 1w, 1d, 12h, 30m (s, m, h, d, w)")
+    when.add_argument("--cron", metavar="EXPR", help="a cron expression, e.g. '0 8 * * MON'")
+    create.add_argument("--review", action="store_true", help="each run waits for plan review (default: auto-accept)")
+    add_connection_options(create, argparse.SUPPRESS)
+    add_connection_options(
+        actions.add_parser("list", help="the schedules, their next and last runs"), argparse.SUPPRESS
+    )
+    for action, text in (("pause", "pause"), ("unpause", "resume"), ("trigger", "start a run now of"),
+                         ("delete", "delete")):  # fmt: skip
+        sub = actions.add_parser(action, help=f"{text} the schedule NAME")
+        sub.add_argument("name", metavar="NAME")
+        add_connection_options(sub, argparse.SUPPRESS)
 
 
 def load_quietly(name: str) -> object:

@@ -36,14 +36,16 @@ _EMBEDDED_IMAGE = re.compile(r"^data:image/(?:png|gif|jpeg|webp);", re.IGNORECAS
 _SAFE_REL = "noopener noreferrer"
 
 
-def render(result: ResearchResult, fmt: Format = "md") -> str:
+def render_text(result: ResearchResult, fmt: Format = "md") -> str:
+    """The report as text: md, html or json (``client/report_files.py``
+    renders every format, PDF and Word included)."""
     if fmt == "md":
         return result.final_report
     if fmt == "json":
         return result.model_dump_json(indent=2)
     if fmt == "html":
         return render_html(result)
-    raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    raise ValueError(f"unknown text format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
 # --- links -----------------------------------------------------------------------

@@ -4,8 +4,13 @@ other id is a research run's (``research-…`` unless the user chose it)."""
 
 from __future__ import annotations
 
-SIDE_SUFFIXES = ("-podcast", "-slides")
+SIDE_SUFFIXES = ("-podcast", "-slides", "-ask")  # -ask: the run's follow-up thread
 PROSE_PREFIX = "prose-"
+
+
+def thread_id(run_id: str) -> str:
+    """The id of a run's follow-up thread (workflow ``FollowUp``)."""
+    return f"{run_id}-ask"
 
 
 def side_id(run_id: str, kind: str) -> str:

@@ -20,9 +20,10 @@ REPORT_STYLES = ("academic", "popular_science", "news", "social_media", "strateg
 # workflows.review loads Temporal's workflow module, which `review` must not
 # (tests/test_cli_imports.py); tests/test_cli_unit.py checks the two agree.
 ACCEPT, EDIT = "[ACCEPTED]", "[EDIT_PLAN]"
-FORMATS = ("md", "html", "json")  # report formats (client/export.py)
-EXTENSIONS = {"md": ".md", "html": ".html", "json": ".json"}
-_FORMAT_OF_SUFFIX = {".html": "html", ".htm": "html", ".json": "json"}
+FORMATS = ("md", "html", "json", "pdf", "docx")  # report formats (client/export.py)
+EXTENSIONS = {"md": ".md", "html": ".html", "json": ".json", "pdf": ".pdf", "docx": ".docx"}
+_FORMAT_OF_SUFFIX = {".html": "html", ".htm": "html", ".json": "json", ".pdf": "pdf", ".docx": "docx"}
+BINARY_FORMATS = ("pdf", "docx")
 
 
 def format_for_path(path: str | Path) -> str:
@@ -116,13 +117,22 @@ RUN_OPTIONS: tuple[tuple[str, str, dict], ...] = (
             "help": "what a review timeout does: accept the plan or end the run (default end)",
         },
     ),
+    (
+        "--continue-from",
+        "continue_from",
+        {
+            "metavar": "ID",
+            "help": "build on a finished run: plan from what it found and research only what is missing",
+        },
+    ),
 )
 OPTION_OF_FIELD = {field: option for option, field, _ in RUN_OPTIONS}
 
 
 FORMAT_HELP = (
-    "md (the report), html (a standalone page with the report and its sources) or json "
-    "(the whole result); default: from the -o file's extension (.html/.htm, .json), else md"
+    "md (the report), html (a standalone page with the report and its sources), json "
+    "(the whole result), pdf or docx (a PDF or Word document with headings, tables and linked sources); "
+    "default: from the -o file's extension (.html/.htm, .json, .pdf, .docx), else md"
 )
 
 

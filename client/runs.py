@@ -66,6 +66,15 @@ async def start_research_quickly(conn: Connection, request: ResearchInput, workf
     )
 
 
+async def check_continue_from(client: Client, conn: Connection, request: ResearchInput) -> None:
+    """``--continue-from ID`` names a completed research run with a report:
+    one clear line (CliError) before anything starts, otherwise."""
+    if request.continue_from:
+        from client.side_outputs import finished_report
+
+        await finished_report(client, request.continue_from, conn.namespace)
+
+
 def run_summary(request: ResearchInput) -> str:
     """The question on one line, as the Temporal UI lists the run."""
     return " ".join(request.question.split())[:200]

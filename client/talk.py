@@ -66,10 +66,13 @@ def exit_code(result: ResearchResult) -> int:
     return 1 if result.status == "plan_failed" else 0
 
 
-def write_file(path: Path, text: str) -> Path:
+def write_file(path: Path, content: str | bytes) -> Path:
     path = path.expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
     return path
 
 

@@ -29,6 +29,7 @@ ROLES = (
     "podcast",
     "slides",
     "prose",
+    "followup",
 )
 DEFAULT_TTS_MODEL = "gpt-4o-mini-tts"
 DEFAULT_TTS_VOICES = ("alloy", "onyx")  # the first for the female host, the second for the male

@@ -53,6 +53,32 @@ def plan_json(title: str, steps: list[tuple[str, str]], enough: bool = False) ->
     )
 
 
+def source_after(text: str, fact: str) -> str:
+    """The first link after the last place ``fact`` appears: its source."""
+    found = re.search(r"\]\((https?://[^)\s]+)\)", text[text.rfind(fact) :])
+    return found.group(1) if found else ""
+
+
+def what_changed(system: str, material: str) -> str:
+    """When asked to open with what changed since an earlier report: the
+    FACT lines of the earlier report against those of the new findings."""
+    found = re.search(r"What changed since (\S+)`", system)
+    if not found or "# The earlier report" not in material:
+        return ""
+    earlier, _, new = material.rpartition("# Findings")
+    old_facts = set(re.findall(r"FACT: [^\n.]+", earlier.split("# The earlier report", 1)[1]))
+    new_facts = set(re.findall(r"FACT: [^\n.]+", new))
+    lines = [f"## What changed since {found.group(1)}"]
+    lines += [
+        f"- Changed: was '{old}' ([source]({source_after(earlier, old)})), "
+        f"now '{now}' ([source]({source_after(new, now)}))"
+        for old in sorted(old_facts - new_facts)
+        for now in sorted(new_facts - old_facts)
+    ]
+    lines += [] if old_facts != new_facts else ["- Nothing changed."]
+    return "\n".join(lines) + "\n\n"
+
+
 class ResearchScript:
     """Call it with a request; tweak attributes to change the plan."""
 
@@ -118,10 +144,26 @@ class ResearchScript:
 
     def reporter(self, request: dict) -> Reply | str:
         material = first_user(request)
+        changes = what_changed(request["messages"][0]["content"], material)
         return (
-            f"# Scripted Report\n\n## Key Points\n- Based on the findings below.\n\n"
+            f"# Scripted Report\n\n{changes}## Key Points\n- Based on the findings below.\n\n"
             f"## Detailed Analysis\n{material}\n{self.report_extra}"
         )
+
+    def followup(self, request: dict) -> Reply | str:
+        """Answers from the facts it was given; says it needs research when
+        the question asks about what they do not mention; quotes its earlier
+        answer when asked to."""
+        text = first_user(request)
+        question = text.rsplit("# The question\n", 1)[-1].strip()
+        if "previous answer" in question.lower():
+            earlier = re.findall(r"^A: (.+)$", text, re.MULTILINE)
+            return f"As I said before: {earlier[-1] if earlier else '(nothing yet)'}"
+        wanted = [w for w in re.findall(r"[a-z]{5,}", question.lower()) if w not in ("about", "which", "there")]
+        facts = [f for f in re.findall(r"FACT: [^\n.]+", text) if any(w in f.lower() for w in wanted)]
+        if not facts:
+            return "[NEEDS_RESEARCH]\nThe findings do not say."
+        return f"{facts[-1]}. [Source]({source_after(text, facts[-1])})"
 
     def editor(self, request: dict) -> Reply | str:
         """Condenses findings: keeps the lines with facts, figures or URLs."""

@@ -12,8 +12,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from client.export import render
 from client.options import format_for_path
+from client.report_files import render
 from workflows.models import Citation, Plan, ResearchResult, Step, Usage
 
 CITATIONS = [
@@ -279,7 +279,7 @@ def test_json_round_trips_to_the_result():
 
 def test_unknown_format_is_an_error():
     with pytest.raises(ValueError, match="unknown format"):
-        render(make_result(), "pdf")  # type: ignore[arg-type]
+        render(make_result(), "odt")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -289,6 +289,8 @@ def test_unknown_format_is_an_error():
         ("REPORT.HTM", "html"),
         ("out/report.json", "json"),
         ("report.md", "md"),
+        ("Report.PDF", "pdf"),
+        ("out/report.docx", "docx"),
         ("report.txt", "md"),
         ("report", "md"),
     ],

@@ -23,7 +23,7 @@ from temporalio import workflow
 from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
-from workflows import coordinator, investigation, planner, reporter
+from workflows import continuation, coordinator, investigation, planner, reporter
 from workflows.activity_calls import ActivityCalls, failure_reason
 from workflows.box import Box
 from workflows.research_team import ResearchTeam, batches
@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
         StepStatus,
         input_problem,
     )
+    from workflows.prior import merge_sources
     from workflows.state import RunState
 
 
@@ -121,6 +122,13 @@ class DeepResearch:
                 return self.finish("rejected", decision.text)
             s.topic = decision.topic
             s.locale = r.locale or decision.locale or s.locale
+
+            # 1b. Building on an earlier run: what it found, and its sources.
+            if r.continue_from or r.schedule:
+                s.prior = await continuation.load_prior(r.continue_from, r.schedule)
+                if s.prior:
+                    merge_sources(s.sources, s.prior)
+                    self.emit("notice", f"building on run {s.prior.run_id} of {s.prior.date}")
 
             # 2. Background investigation: index the user's documents, and one
             #    web search before planning.

@@ -140,6 +140,10 @@ class ResearchInput(Model):
     # Past this many prompt + completion tokens no new research turn starts
     # and the reporter writes from what was found.
     token_budget: int | None = Field(default=None, ge=1)
+    # Build on a finished run (`--continue-from ID`), or on the last completed
+    # run of the schedule that started this one (workflows/continuation.py).
+    continue_from: str | None = Field(default=None, min_length=1, max_length=1000)
+    schedule: str | None = Field(default=None, min_length=1, max_length=200)
 
     @field_validator("question")
     @classmethod

@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
 
     from workflows.model_output import MAX_NESTING, MAX_REPAIR_CHARS, nesting_depth, strip_think
     from workflows.models import Message, ModelRequest, Plan
+    from workflows.prior import planner_context
     from workflows.state import RunState
 
 
@@ -44,6 +45,8 @@ def begin(state: RunState, question: str) -> None:
     if state.clarifications:
         asked = "\n".join(f"- Q: {c.question}\n  A: {c.answer}" for c in state.clarifications)
         parts.append(f"# The user's original question\n{question}\n\n# Clarifications from the user\n{asked}")
+    if state.prior:
+        parts.append(planner_context(state.prior))
     if state.background:
         parts.append(f"# Background investigation\n{state.background}")
     state.planner_pending = [Message(role="user", content="\n\n".join(parts))]

@@ -18,6 +18,7 @@ from workflows.box import Box
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.models import Citation, Message, ModelRequest
+    from workflows.prior import CHANGES_HEADING, has_changes_section, reporter_context
 
 _URL = re.compile(r"(?:https?|file)://[^\s)\]>\"'<]+")
 _LINK = re.compile(r"\[([^\]]*)\]\(((?:https?|file)://[^\s)]+)\)")
@@ -44,7 +45,10 @@ async def write_report(box: Box, partial: str = "") -> str:
                 "notice", f"the findings do not fit the reporter's context window: condensing ({oversized[0]:,} tokens)"
             )
             findings = await _condense_all(box, findings, *oversized)
-    report = verify_citations(reply.content, list(state.sources.values()))
+    report = reply.content
+    if state.prior and not has_changes_section(report):
+        report = await _what_changed(box, report) + "\n\n" + report
+    report = verify_citations(report, list(state.sources.values()))
     if partial and "partial" not in report[:500].lower():
         report = f"> **Partial report:** {partial}; it covers only what was found before.\n\n{report}"
     return report
@@ -67,13 +71,34 @@ def _report_request(box: Box, findings: list[tuple[str, str]], partial: str, tri
     found = "\n\n".join(f"## {title}\n{text}" for title, text in findings)
     parts.append(f"# Findings\n{found or state.background or '(none)'}")
     parts.append(f"# Sources you may cite\n{sources or '(none)'}")
+    changes: dict[str, str] = {}
+    if state.prior:  # building on an earlier run: its report, and what changed since
+        parts.insert(1, reporter_context(state.prior))
+        changes = {"changes_since": state.prior.date}
     return ModelRequest(
         role="reporter",
         prompt="reporter",
-        variables=box.variables(report_style=box.request.report_style),
+        variables=box.variables(report_style=box.request.report_style, **changes),
         messages=[Message(role="user", content="\n\n".join(parts))],
         on_overflow="trim" if trim else "refuse",
     )
+
+
+async def _what_changed(box: Box, report: str) -> str:
+    """The opening section on what changed since the earlier run, when the
+    reporter did not write one: one more call with both reports."""
+    prior = box.state.prior
+    assert prior is not None
+    request = ModelRequest(
+        role="reporter",
+        prompt="what_changed",
+        variables=box.variables(changes_since=prior.date),
+        messages=[Message(role="user", content=f"{reporter_context(prior)}\n\n# The new report\n{report}")],
+    )
+    reply = await box.calls.chat(request, "reporter · what changed")
+    section = reply.content.strip()
+    heading = f"## {CHANGES_HEADING} {prior.date}"
+    return section if has_changes_section(section[:200]) else f"{heading}\n\n{section or 'Nothing was compared.'}"
 
 
 def _too_large(err: ActivityError) -> tuple[int, int] | None:

@@ -15,6 +15,7 @@ from pydantic import Field, field_validator
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from workflows.models import Citation, Clarification, Message, Model, Plan, ToolResult, Usage
+from workflows.prior import PriorRun
 
 
 class AgentCheckpoint(Model):
@@ -49,6 +50,7 @@ class RunState(Model):
     budget_exhausted: bool = False  # the token budget stopped the research
     outputs: list[str] = Field(default_factory=list)  # blob refs of long tool outputs (MCP, code) to read on
     windows: dict[str, int] = Field(default_factory=dict)  # context windows learned from the provider, by role
+    prior: PriorRun | None = None  # the earlier run this one builds on (--continue-from, a schedule)
 
     @field_validator("sources", mode="before")
     @classmethod

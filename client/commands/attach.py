@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 
 from client.display import make_console, print_report
-from client.export import render
 from client.interactive import follow_run
 from client.options import connection, report_path
+from client.report_files import render
 from client.talk import exit_code, write_file
 from client.wording import usage_text
 from infra.temporal import connect

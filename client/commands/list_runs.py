@@ -18,7 +18,7 @@ from client.runs import WORKFLOW_TYPE
 from infra.connection import Connection
 from workflows.models import PHASE_ATTRIBUTE, TITLE_ATTRIBUTE
 
-TYPES = (WORKFLOW_TYPE, "Podcast", "Slides", "Prose")
+TYPES = (WORKFLOW_TYPE, "Podcast", "Slides", "Prose", "FollowUp")
 QUERY = " OR ".join(f'WorkflowType="{t}"' for t in TYPES)
 
 
@@ -46,7 +46,11 @@ async def main(args: argparse.Namespace) -> int:
         if question:
             question = " ".join(str(question).split())
             title = f"{title}\n{question[:100]}" if title else question[:100]
-        if run.workflow_type != WORKFLOW_TYPE:
+        if run.workflow_type == WORKFLOW_TYPE and run.memo.get("schedule"):
+            title = f"{title}\n(schedule {run.memo['schedule']})"
+        if run.workflow_type == "FollowUp":
+            title = f"follow-up thread: {run.memo.get('questions', 0)} question(s)"
+        elif run.workflow_type != WORKFLOW_TYPE:
             title = f"{run.workflow_type.lower()}"
         table.add_row(("  " if run.workflow_type != WORKFLOW_TYPE else "") + run.id, state, started, Text(title))
     console.print(table)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from client.display import make_console, print_report
 from client.ids import may_be_side_output
-from client.options import connection, output_format
+from client.options import BINARY_FORMATS, connection, output_format, report_path
 from client.side_outputs import RESULT_TYPES, SIDE_TYPES
 from client.talk import exit_code, write_file
 from infra.temporal import connect
@@ -24,12 +24,13 @@ async def main(args: argparse.Namespace) -> int:
         return await side_result(conn, client, kind, args.workflow_id, args.output, args.format)
     handle = client.get_workflow_handle(args.workflow_id, result_type=ResearchResult)
     result: ResearchResult = await handle.result()
-    from client.export import render  # markdown-it: only when a report is rendered
+    from client.report_files import render  # markdown-it: only when a report is rendered
 
     fmt = output_format(args)
     text = render(result, fmt)
-    if args.output:
-        print(f"saved to {write_file(args.output, text)}")
+    if args.output or fmt in BINARY_FORMATS:  # a PDF or Word file is never printed to the terminal
+        path, _ = report_path(args, conn.data_dir / "reports", handle.id)
+        print(f"saved to {write_file(path, text)}")
     elif fmt == "md":
         print_report(make_console(), text)
     else:

@@ -12,10 +12,10 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from client import terminal_log
 from client.devserver import DevServer, free_port, port_open
 from client.display import make_console, print_report
-from client.export import render
 from client.interactive import follow_run
 from client.options import DEV_SERVER_PORT, connection, dev_server_ports, report_path, research_input
-from client.runs import new_workflow_id, start_research
+from client.report_files import render
+from client.runs import check_continue_from, new_workflow_id, start_research
 from client.talk import exit_code, write_file
 from client.wording import usage_text
 from infra.connection import Connection
@@ -112,6 +112,7 @@ async def main(args: argparse.Namespace) -> int:
                 style="yellow",
                 markup=False,
             )
+        await check_continue_from(client, conn, request)
         handle = await start_research(client, conn, request, args.id or new_workflow_id())
         console.print(f"run {handle.id} started; details in {log_file}", markup=False)
         try:

@@ -8,13 +8,17 @@ import argparse
 
 from client import quick
 from client.options import connection, research_input
-from client.runs import new_workflow_id, start_research, start_research_quickly
+from client.runs import check_continue_from, new_workflow_id, start_research, start_research_quickly
 
 
 async def main(args: argparse.Namespace) -> int:
     request = research_input(args)
     conn = connection(args)
     workflow_id = args.id or new_workflow_id()
+    if request.continue_from:  # the run to build on must be there: one line now, not a failed run later
+        from infra.temporal import connect
+
+        await check_continue_from(await connect(conn), conn, request)
     try:
         await start_research_quickly(conn, request, workflow_id)
     except quick.NotQuick:

@@ -75,6 +75,8 @@ async def full(args: argparse.Namespace, conn: Connection, failed: RPCError | No
 
     client = await connect(conn)
     handle = client.get_workflow_handle(args.workflow_id)
+    if handle.id.endswith("-ask") and (await handle.describe()).workflow_type == "FollowUp":
+        return await show_thread(handle, args.json)
     kind = await side_kind(client, handle.id)
     try:
         if failed is not None:
@@ -101,6 +103,26 @@ async def full(args: argparse.Namespace, conn: Connection, failed: RPCError | No
         print(status.model_dump_json(indent=2))
         return 0
     return show(status, handle.id)
+
+
+async def show_thread(handle: WorkflowHandle, as_json: bool) -> int:
+    """A follow-up thread: its questions and answers so far."""
+    from workflows.follow_up_models import ThreadStatus
+
+    status = await handle.query("status", result_type=ThreadStatus, rpc_timeout=QUERY_TIMEOUT)
+    if as_json:
+        print(json.dumps({"workflow_id": handle.id} | status.model_dump(mode="json"), ensure_ascii=False, indent=2))
+        return 0
+    lines = [f"follow-up thread {handle.id} on run {status.run_id}: {status.phase}, {status.questions} question(s)"]
+    for turn in status.turns:
+        more = f" (researched more in {turn.research_run})" if turn.researched else ""
+        lines += [f"Q: {turn.question}", f"A: {' '.join(turn.answer.split())[:500]}{more}"]
+    lines += [f"waiting: {q}" for q in status.waiting]
+    if status.research_run:
+        lines.append(f"researching now in run {status.research_run}")
+    lines.append(f"ask more with `{cli_name()} ask {status.run_id} QUESTION`")
+    print("\n".join(lines))
+    return 0
 
 
 async def query_side_status(handle: WorkflowHandle) -> SideStatus:

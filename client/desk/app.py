@@ -12,7 +12,7 @@ JSON API (all under ``/api``):
 | POST /runs/{id}/review | ``{"feedback": …, "plan_version": n}`` through the ``submit_review`` update |
 | POST /runs/{id}/answer | ``{"answer": …}`` through ``answer_clarification`` |
 | POST /runs/{id}/cancel | cancel: the run ends with a partial report |
-| GET  /runs/{id}/report.{md,html,json} | downloads |
+| GET  /runs/{id}/report.{md,html,json,pdf,docx} | downloads |
 | POST /runs/{id}/{podcast,slides} | make them; GET downloads them when made |
 
 Safe by default: it binds to loopback; on another address it needs
@@ -44,9 +44,10 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from client.desk.guard import TOKEN_COOKIE, AllowedHosts, Guard
 from client.desk.inputs import InputProblem, run_input
-from client.errors import failure_message, rejection_reason
-from client.export import render, report_html, sources_html
+from client.errors import CliError, failure_message, rejection_reason
+from client.export import report_html, sources_html
 from client.ids import side_id
+from client.report_files import render
 from client.runs import WORKFLOW_TYPE, new_workflow_id, start_research
 from client.side_outputs import RESULT_TYPES, SIDE_TYPES, finished_report, start_once
 from client.talk import QUERY_TIMEOUT
@@ -64,7 +65,23 @@ from workflows.models import (
 )
 
 PHASES = ("coordinating", "clarifying", "investigating", "planning", "awaiting_review", "researching", "reporting")
-MEDIA = {"md": "text/markdown; charset=utf-8", "html": "text/html; charset=utf-8", "json": "application/json"}
+MEDIA = {
+    "md": "text/markdown; charset=utf-8",
+    "html": "text/html; charset=utf-8",
+    "json": "application/json",
+    "pdf": "application/pdf",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+}
+
+
+def attachment(run_id: str, ext: str) -> str:
+    """A Content-Disposition for a download named after the run: any id
+    Temporal accepts (any script, quotes, line breaks) gives a valid header
+    and a plain file name (RFC 6266: an ASCII name and the UTF-8 one)."""
+    from urllib.parse import quote
+
+    plain = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in run_id)[:120].strip(".")
+    return f"attachment; filename=\"{plain or 'report'}.{ext}\"; filename*=UTF-8''{quote(f'{run_id}.{ext}', safe='')}"
 
 
 class Problem(Exception):
@@ -100,6 +117,8 @@ def create_app(
         Route("/api/runs/{run_id}/answer", desk.answer, methods=["POST"]),
         Route("/api/runs/{run_id}/cancel", desk.cancel, methods=["POST"]),
         Route("/api/runs/{run_id}/report.{fmt}", desk.download),
+        Route("/api/runs/{run_id}/ask", desk.ask, methods=["POST"]),
+        Route("/api/schedules", desk.schedules),
         Route("/api/runs/{run_id}/{kind:str}", desk.side_output, methods=["GET", "POST"]),
     ]
     app = Starlette(routes=routes)
@@ -320,18 +339,18 @@ class Desk:
     async def download(self, request: Request) -> Response:
         run_id, fmt = request.path_params["run_id"], request.path_params["fmt"]
         if fmt not in MEDIA:
-            return JSONResponse({"error": f"unknown format {fmt!r}: use md, html or json"}, 404)
+            return JSONResponse({"error": f"unknown format {fmt!r}: use {', '.join(MEDIA)}"}, 404)
 
         async def fetch() -> Response:
             described = await self._describe(run_id)
             if described.status != WorkflowExecutionStatus.COMPLETED:
                 raise Problem(f"run {run_id} has no report yet", 409)
             result = await (await self.client()).get_workflow_handle(run_id, result_type=ResearchResult).result()
-            return Response(
-                render(result, fmt),
-                media_type=MEDIA[fmt],
-                headers={"Content-Disposition": f'attachment; filename="{run_id}.{fmt}"'},
-            )
+            try:  # laying out a PDF takes a while: not on the event loop
+                body = await asyncio.to_thread(render, result, fmt)
+            except CliError as err:
+                raise Problem(str(err), 501) from None
+            return Response(body, media_type=MEDIA[fmt], headers={"Content-Disposition": attachment(run_id, fmt)})
 
         return await self._answer(fetch)
 
@@ -370,6 +389,26 @@ class Desk:
             return Response(data, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
         return await self._answer(make if request.method == "POST" else fetch)
+
+    async def ask(self, request: Request) -> Response:
+        body = await _json(request)
+        return await self._answer(lambda: self._ask(request.path_params["run_id"], body))
+
+    async def _ask(self, run_id: str, body: Any) -> dict:
+        from client import threads
+
+        if not isinstance(body, dict) or not isinstance(body.get("question"), str):
+            raise Problem('send {"question": "…"}')
+        answer = await (await threads.ask(await self.client(), self.conn, run_id, body["question"]))
+        return answer.model_dump(mode="json") | {"answer_html": report_html(answer.answer)[1]}
+
+    async def schedules(self, request: Request) -> Response:
+        from client.commands.schedule import schedule_rows
+
+        return await self._answer(lambda: self._schedules(schedule_rows))
+
+    async def _schedules(self, rows) -> dict:
+        return {"schedules": await rows(await self.client())}
 
     async def _answer(self, work) -> Response:
         """JSON (or the response ``work`` made); every failure one clear line."""

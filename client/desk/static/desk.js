@@ -214,15 +214,15 @@ function showPlan(status) {
 
 function showReport(id, data) {
   const box = $("report-box");
+  if (box.dataset.run !== id) $("ask-answer").replaceChildren();
+  box.dataset.run = id;
   const base = `/api/runs/${encodeURIComponent(id)}`;
   $("report").innerHTML = data.result.report_html; // rendered on the server without raw HTML
   for (const a of $("report").querySelectorAll("a")) {
     a.target = "_blank";
     a.rel = "noopener noreferrer";
   }
-  $("download-md").href = base + "/report.md";
-  $("download-html").href = base + "/report.html";
-  $("download-json").href = base + "/report.json";
+  for (const fmt of ["md", "html", "json", "pdf", "docx"]) $("download-" + fmt).href = base + "/report." + fmt;
   const files = data.files || {};
   const making = { slides: "making slides…", podcast: "making a podcast…" };
   for (const kind of ["slides", "podcast"]) {
@@ -278,6 +278,7 @@ document.addEventListener("DOMContentLoaded", async () => {
   $("cancel").addEventListener("click", () => send("/cancel", {}));
   $("make-slides").addEventListener("click", () => send("/slides", {}));
   $("make-podcast").addEventListener("click", () => send("/podcast", {}));
+  $("ask-button").addEventListener("click", askFollowUp);
   window.addEventListener("popstate", route);
   try {
     const health = await api("/health");
@@ -286,9 +287,52 @@ document.addEventListener("DOMContentLoaded", async () => {
     notice(err.message);
   }
   loadRuns();
+  loadSchedules();
   setInterval(loadRuns, 5000);
   route();
 });
+
+// --- follow-up questions and schedules ---------------------------------------------
+
+async function askFollowUp() {
+  const question = $("ask-input").value.trim();
+  if (!question) return notice("type a question about the report first");
+  const answer = $("ask-answer");
+  const button = $("ask-button");
+  button.disabled = true;
+  answer.textContent = "asking… (researching more can take a few minutes)";
+  try {
+    const data = await api(`/runs/${encodeURIComponent(current.id)}/ask`, { question });
+    answer.innerHTML = data.answer_html; // rendered on the server without raw HTML
+    for (const a of answer.querySelectorAll("a")) {
+      a.target = "_blank";
+      a.rel = "noopener noreferrer";
+    }
+    if (data.researched) answer.append(el("p", `researched more in run ${data.research_run}`, "muted"));
+    $("ask-input").value = "";
+  } catch (err) {
+    answer.textContent = "";
+    notice(err.message);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function loadSchedules() {
+  try {
+    const data = await api("/schedules");
+    const list = $("schedules");
+    list.replaceChildren();
+    for (const s of data.schedules) {
+      const row = el("li");
+      row.append(el("span", s.name, "title"), el("span", `every ${s.every} · ${s.state} · ${s.runs} run(s)`, "muted"));
+      list.append(row);
+    }
+    if (!data.schedules.length) list.append(el("li", "none (deepresearch schedule create …)", "muted"));
+  } catch (err) {
+    $("schedules").replaceChildren(el("li", err.message, "muted"));
+  }
+}
 
 function route() {
   const match = location.pathname.match(/^\/runs\/([^/]+)$/);

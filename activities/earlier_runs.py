@@ -1,0 +1,89 @@
+"""``prior_run``: what an earlier research run found, for a run that builds on
+it (``--continue-from ID``, a scheduled run, a follow-up thread).
+
+It asks Temporal (the worker's own client) for the run's result: a named run
+must have completed with a report; a schedule's previous run is the newest
+completed run that the schedule started (Temporal's ``TemporalScheduledById``
+search attribute) other than the asking one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from temporalio import activity
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from workflows.models import ResearchResult
+from workflows.prior import MAX_PRIOR_FINDINGS, MAX_PRIOR_REPORT, PriorRequest, PriorRun
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+SCHEDULE_LOOKBACK = 20  # completed runs of a schedule looked at, newest first
+
+
+def _not_usable(message: str) -> ApplicationError:
+    return ApplicationError(message, type="PriorRunUnusable", non_retryable=True)
+
+
+def prior_of(run_id: str, result: ResearchResult) -> PriorRun:
+    findings = "\n\n".join(result.observations)
+    return PriorRun(
+        run_id=run_id,
+        question=result.question,
+        locale=result.locale,
+        finished_at=result.finished_at or "",
+        report=result.final_report[:MAX_PRIOR_REPORT],
+        findings=findings[:MAX_PRIOR_FINDINGS],
+        citations=result.citations,
+    )
+
+
+class EarlierRuns:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    @activity.defn(name="prior_run")
+    async def prior_run(self, request: PriorRequest) -> PriorRun | None:
+        if request.run_id:
+            return await self._named(request.run_id)
+        if request.schedule:
+            return await self._last_of_schedule(request.schedule, request.current_id)
+        return None
+
+    async def _named(self, run_id: str) -> PriorRun:
+        handle = self.client.get_workflow_handle(run_id, result_type=ResearchResult)
+        try:
+            described = await handle.describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                raise _not_usable(f"--continue-from: no run with id {run_id}") from None
+            raise
+        if described.workflow_type != "DeepResearch":
+            raise _not_usable(f"--continue-from: {run_id} is a {described.workflow_type}, not a research run")
+        if described.status != WorkflowExecutionStatus.COMPLETED:
+            state = described.status.name.lower() if described.status else "unknown"
+            raise _not_usable(f"--continue-from: run {run_id} has not completed (it is {state})")
+        result = await handle.result()
+        if result.status not in ("completed", "cancelled") or not result.final_report.strip():
+            raise _not_usable(f"--continue-from: run {run_id} ended {result.status} without research to build on")
+        return prior_of(run_id, result)
+
+    async def _last_of_schedule(self, schedule: str, current_id: str) -> PriorRun | None:
+        name = schedule.replace("\\", "\\\\").replace("'", "\\'")
+        query = f"WorkflowType = 'DeepResearch' AND TemporalScheduledById = '{name}' AND ExecutionStatus = 'Completed'"
+        seen = 0
+        async for execution in self.client.list_workflows(query):
+            if execution.id == current_id:
+                continue
+            seen += 1
+            if seen > SCHEDULE_LOOKBACK:
+                break
+            handle = self.client.get_workflow_handle(execution.id, run_id=execution.run_id, result_type=ResearchResult)
+            result = await handle.result()
+            if result.status == "completed" and result.final_report.strip():
+                return prior_of(execution.id, result)
+        return None

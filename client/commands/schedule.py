@@ -1,0 +1,158 @@
+"""`deepresearch schedule create|list|pause|unpause|trigger|delete`: research
+that repeats, on a Temporal Schedule (it shows on the Temporal UI's Schedules
+page and survives restarts of the server and the workers).
+
+Each scheduled run is an ordinary ``DeepResearch`` run whose input names the
+schedule: it builds on the schedule's last completed run and its report opens
+with "What changed since <date>" (workflows/continuation.py). Plans are
+auto-accepted unless the schedule was created with ``--review``.
+
+Policy: one run at a time (a run still going, e.g. waiting for review, makes
+the next start be skipped), and a start missed while the Temporal server was
+down is made up once if the server is back within ``CATCHUP_WINDOW``, else
+skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from datetime import timedelta
+
+from client.errors import CliError
+from client.options import connection, research_input
+from client.runs import run_details, run_memo, run_summary
+from infra.errors import cli_name
+from infra.temporal import connect
+
+CATCHUP_WINDOW = timedelta(minutes=10)
+_DURATION = re.compile(r"(\d{1,6})([smhdw])")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def parse_every(text: str) -> timedelta:
+    """``1w``, ``1d12h``, ``90m``, ``30s`` as a duration; one clear line otherwise."""
+    compact = text.strip().lower().replace(" ", "")
+    parts = _DURATION.findall(compact)
+    if not parts or "".join(n + u for n, u in parts) != compact:
+        raise CliError(f"--every {text!r}: give a duration such as 1w, 1d, 12h, 30m or 1h30m")
+    seconds = sum(int(n) * _UNITS[u] for n, u in parts)
+    if seconds < 1:
+        raise CliError("--every must be at least one second")
+    return timedelta(seconds=seconds)
+
+
+def check_name(name: str) -> str:
+    if not _NAME.fullmatch(name):
+        raise CliError(f"schedule name {name!r}: use letters, digits, '.', '_' and '-' (at most 100)")
+    return name
+
+
+async def main(args: argparse.Namespace) -> int:
+    conn = connection(args)
+    client = await connect(conn)
+    if args.action == "create":
+        return await create(client, conn, args)
+    if args.action == "list":
+        return await list_schedules(client)
+    handle = client.get_schedule_handle(check_name(args.name))
+    try:
+        await handle.describe()
+    except Exception as err:  # noqa: BLE001 - RPCError NOT_FOUND, in any wording
+        raise CliError(f"no schedule named {args.name!r} (see `{cli_name()} schedule list`)") from err
+    if args.action == "pause":
+        await handle.pause(note=f"paused with `{cli_name()} schedule pause`")
+        print(f"schedule {args.name} paused; `{cli_name()} schedule unpause {args.name}` resumes it")
+    elif args.action == "unpause":
+        await handle.unpause(note=f"resumed with `{cli_name()} schedule unpause`")
+        print(f"schedule {args.name} resumed")
+    elif args.action == "trigger":
+        await handle.trigger()
+        print(f"schedule {args.name}: a run starts now")
+    else:
+        await handle.delete()
+        print(f"schedule {args.name} deleted (its runs stay; `{cli_name()} list` shows them)")
+    return 0
+
+
+async def create(client, conn, args: argparse.Namespace) -> int:
+    from temporalio.client import (
+        Schedule,
+        ScheduleActionStartWorkflow,
+        ScheduleAlreadyRunningError,
+        ScheduleIntervalSpec,
+        ScheduleOverlapPolicy,
+        SchedulePolicy,
+        ScheduleSpec,
+    )
+
+    name = check_name(args.name)
+    spec = (
+        ScheduleSpec(intervals=[ScheduleIntervalSpec(every=parse_every(args.every))])
+        if args.every
+        else ScheduleSpec(cron_expressions=[args.cron.strip()])
+    )
+    request = research_input(args).model_copy(update={"schedule": name, "auto_accept_plan": not args.review})
+    memo = run_memo(request) | {"schedule": name}
+    action = ScheduleActionStartWorkflow(
+        "DeepResearch",
+        request,
+        id=args.id or name,  # Temporal appends the start time to each run's id
+        task_queue=conn.task_queue,
+        memo=memo,
+        static_summary=run_summary(request),
+        static_details=run_details(request),
+    )
+    policy = SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP, catchup_window=CATCHUP_WINDOW)
+    try:
+        await client.create_schedule(name, Schedule(action=action, spec=spec, policy=policy))
+    except ScheduleAlreadyRunningError:
+        raise CliError(f"a schedule named {name!r} already exists (delete it first, or choose another name)") from None
+    when = f"every {args.every}" if args.every else f"on cron {args.cron!r}"
+    print(
+        f"schedule {name} created: {when}, each run builds on the last completed one and opens with what changed; "
+        f"plans {'wait for review' if args.review else 'are accepted automatically'}. "
+        f"See `{cli_name()} schedule list` and the Temporal UI's Schedules page."
+    )
+    return 0
+
+
+async def schedule_rows(client) -> list[dict]:
+    """Each schedule: name, when, state, runs started, the last run and the next time."""
+    rows = []
+    async for listed in await client.list_schedules():
+        described = await client.get_schedule_handle(listed.id).describe()
+        info, spec = described.info, described.schedule.spec
+        every = ", ".join(_human(i.every) for i in spec.intervals) or ", ".join(spec.cron_expressions) or "?"
+        rows.append(
+            {
+                "name": listed.id,
+                "every": every,
+                "state": "paused" if described.schedule.state.paused else "active",
+                "runs": info.num_actions,
+                "last": info.recent_actions[-1].action.workflow_id if info.recent_actions else "-",
+                "next": info.next_action_times[0].isoformat(timespec="seconds") if info.next_action_times else "-",
+            }
+        )
+    return rows
+
+
+async def list_schedules(client) -> int:
+    rows = [tuple(str(v) for v in row.values()) for row in await schedule_rows(client)]
+    if not rows:
+        print(f"no schedules (create one with `{cli_name()} schedule create NAME QUESTION --every 1w`)")
+        return 0
+    header = ("NAME", "EVERY", "STATE", "RUNS", "LAST RUN", "NEXT")
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())
+    return 0
+
+
+def _human(every: timedelta) -> str:
+    seconds = int(every.total_seconds())
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

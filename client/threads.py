@@ -1,0 +1,57 @@
+"""Asking a finished run a follow-up question: shared by `deepresearch ask`
+and the desk. The question goes to the run's thread (workflow ``FollowUp``,
+id ``<run>-ask``) as the Update ``ask``, which starts the thread when it is
+not there yet (update-with-start, so two first questions at once still make
+one thread)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import TYPE_CHECKING
+
+from client.errors import CliError
+from client.ids import thread_id
+from client.side_outputs import finished_report
+from infra.errors import cli_name
+from workflows.follow_up_models import FollowUpAnswer, FollowUpInput
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from infra.connection import Connection
+
+
+async def ask(client: Client, conn: Connection, run_id: str, question: str, review: bool = False) -> asyncio.Task:
+    """Send the question; returns the task that resolves to the
+    ``FollowUpAnswer``. One line (CliError) when the run has no report, the
+    question is empty or no worker serves the run's task queue."""
+    from temporalio.client import WithStartWorkflowOperation
+    from temporalio.common import WorkflowIDConflictPolicy
+
+    from client.commands.run import has_pollers
+
+    question = question.strip()
+    if not question:
+        raise CliError("the question is empty")
+    await finished_report(client, run_id, conn.namespace)  # one line when there is no report
+    queue = (await client.get_workflow_handle(run_id).describe()).task_queue or conn.task_queue
+    if not await has_pollers(client, dataclasses.replace(conn, task_queue=queue)):
+        raise CliError(
+            f"no worker polls task queue {queue!r}, the queue of run {run_id}: "
+            f"start one with `{cli_name()} worker --task-queue {queue}`"
+        )
+    start = WithStartWorkflowOperation(
+        "FollowUp",
+        FollowUpInput(run_id=run_id),
+        id=thread_id(run_id),
+        task_queue=queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        memo={"run": run_id, "questions": 0},
+        static_summary=f"follow-up questions on run {run_id}"[:200],
+    )
+    return asyncio.create_task(
+        client.execute_update_with_start_workflow(
+            "ask", args=[question, bool(review)], start_workflow_operation=start, result_type=FollowUpAnswer
+        )
+    )

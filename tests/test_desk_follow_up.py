@@ -1,0 +1,36 @@
+"""The desk's question box under the report, and its downloads of PDF and
+Word, in a real browser (Debian's chromium driven by Playwright)."""
+
+from __future__ import annotations
+
+from playwright import async_api as playwright_api
+
+from testkit.research_script import FACT
+
+from .test_desk import WAIT, browser, desk, page, phase_is  # noqa: F401 - fixtures and helpers
+
+
+async def test_a_follow_up_question_is_answered_under_the_report(page, desk, worker, script, tmp_path):  # noqa: F811
+    await page.goto(desk)
+    await page.get_by_test_id("question-input").fill("Tell me about Lantern Rock")
+    await page.locator("summary").click()
+    await page.locator("#auto-accept").check()
+    await page.get_by_test_id("start-button").click()
+    await page.wait_for_url("**/runs/*")
+    await phase_is(page, "completed")
+    await playwright_api.expect(page.get_by_test_id("report")).to_contain_text(FACT, timeout=WAIT)
+
+    await page.get_by_test_id("ask-input").fill("How many ships did the keeper log?")
+    await page.get_by_test_id("ask-button").click()
+    answer = page.get_by_test_id("ask-answer")
+    await playwright_api.expect(answer).to_contain_text("4417 ships", timeout=WAIT)
+    link = answer.locator('a[href^="http://127.0.0.1"]').first
+    await playwright_api.expect(link).to_be_visible()  # the answer's source, as a link
+    assert await link.get_attribute("rel") == "noopener noreferrer"
+
+    for fmt, magic in (("pdf", b"%PDF"), ("docx", b"PK")):
+        async with page.expect_download() as download:
+            await page.get_by_test_id(f"download-{fmt}").click()
+        path = tmp_path / f"report.{fmt}"
+        await (await download.value).save_as(path)
+        assert path.read_bytes().startswith(magic)

@@ -1,0 +1,224 @@
+"""Research that goes on, end to end on the real dev server with the real
+worker and CLI: follow-up questions on a finished run (a thread), building on
+a run (``--continue-from``), and scheduled research that says what changed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowExecutionStatus
+
+from testkit.pages import article
+from testkit.research_script import FACT
+from testkit.runs import keep_history
+from testkit.worker_process import WorkerProcess
+
+BIN = Path(sys.executable).parent
+QUESTION = "Tell me about the Lantern Rock lighthouse"
+BUILDER = "FACT: the Lantern Rock lighthouse was constructed by Ada Quillon in 1887"
+NEW_FACT = "FACT: the Lantern Rock lighthouse keeper logged 5120 ships in 1911"
+
+
+def cli(env, *args, timeout=180):
+    return subprocess.run([str(BIN / "deepresearch"), *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+async def worker(worker_env, temporal_client, tmp_path, script):
+    with WorkerProcess(worker_env, tmp_path / "worker.log") as process:
+        await process.ready(temporal_client)
+        yield process
+
+
+def finished_run(env) -> dict:
+    run_id = cli(env, "start", QUESTION, "--auto-accept").stdout.strip()
+    done = cli(env, "result", run_id, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout) | {"run_id": run_id}
+
+
+def ask(env, run_id: str, question: str, *extra: str) -> dict:
+    done = cli(env, "ask", run_id, question, "--json", *extra)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+async def test_a_thread_of_three_questions(worker_env, worker, llm, tavily, pages, temporal_client):
+    run = await asyncio.to_thread(finished_run, worker_env)
+    lighthouse = pages.url("/lighthouse")
+
+    first = await asyncio.to_thread(ask, worker_env, run["run_id"], "How many ships did the keeper log?")
+    assert first["workflow_id"] == f"{run['run_id']}-ask"
+    assert "4417" in first["answer"] and not first["researched"]
+    assert [c["url"] for c in first["citations"]] == [lighthouse]
+    request = llm.calls("followup")[0]
+    assert FACT in json.dumps(request)  # the FOLLOWUP model's request holds the run's findings
+
+    second = await asyncio.to_thread(ask, worker_env, run["run_id"], "Repeat your previous answer, please")
+    assert first["answer"] in second["answer"]  # answered from the first answer, which the thread kept
+    assert "Q: How many ships did the keeper log?" in json.dumps(llm.calls("followup")[-1])
+
+    pages.add("/builder", article("Who built Lantern Rock", ["Records.", BUILDER + ".", "More."]))
+    tavily.handler = lambda query, n: [
+        {"title": "Lantern Rock builder", "url": pages.url("/builder"), "content": "Records.", "score": 0.9}
+    ]
+    third = await asyncio.to_thread(ask, worker_env, run["run_id"], "Who constructed it?")
+    assert third["researched"] and third["research_run"]
+    assert "Ada Quillon" in third["answer"]
+    assert pages.url("/builder") in [c["url"] for c in third["citations"]]  # the new source, cited and verified
+    research = await temporal_client.get_workflow_handle(third["research_run"]).describe()
+    assert research.status == WorkflowExecutionStatus.COMPLETED
+
+    await keep_history(temporal_client.get_workflow_handle(first["workflow_id"]), "follow_up_thread")
+    thread = await temporal_client.get_workflow_handle(first["workflow_id"]).query("status")
+    assert thread["questions"] == 3 and [t["researched"] for t in thread["turns"]] == [False, False, True]
+    shown = await asyncio.to_thread(cli, worker_env, "status", first["workflow_id"])
+    assert shown.returncode == 0, shown.stderr
+    assert "Q: Repeat your previous answer, please" in shown.stdout and "researched more in" in shown.stdout
+    listed = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "list")
+    assert first["workflow_id"] in listed.stdout and "follow-up thread: 3 question(s)" in listed.stdout
+
+
+async def test_a_question_on_an_unknown_or_unfinished_run_is_one_line(worker_env, worker):
+    done = await asyncio.to_thread(cli, worker_env, "ask", "no-such-run", "anything?")
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
+    assert "no run with id no-such-run" in done.stderr and "Traceback" not in done.stderr
+
+
+async def test_a_worker_killed_mid_answer_pays_nothing_twice(worker_env, worker, llm, temporal_client):
+    run = await asyncio.to_thread(finished_run, worker_env)
+    before = {role: len(llm.calls(role)) for role in ("coordinator", "planner", "researcher", "coder", "reporter")}
+    llm.latency = 4.0  # the follow-up call is in flight when the worker dies
+    asking = asyncio.create_task(
+        asyncio.to_thread(ask, worker_env, run["run_id"], "How many ships did the keeper log?")
+    )
+    deadline = time.monotonic() + 60
+    while not llm.calls("followup"):
+        assert time.monotonic() < deadline, "the follow-up call never reached the model"
+        await asyncio.sleep(0.1)
+    worker.kill()
+    llm.latency = 0.0
+    worker.start()
+    await worker.ready(temporal_client)
+    answer = await asking
+    assert "4417" in answer["answer"]
+    after = {role: len(llm.calls(role)) for role in before}
+    assert after == before  # nothing the run had paid for was asked again
+    assert len(llm.calls("followup")) == 2  # the call lost with the worker, and its retry: no more
+
+
+async def test_continue_from_plans_from_what_the_run_found(worker_env, worker, llm, pages, temporal_client):
+    first = await asyncio.to_thread(finished_run, worker_env)
+    started = await asyncio.to_thread(
+        cli, worker_env, "start", "What else is known about Lantern Rock?", "--auto-accept",
+        "--continue-from", first["run_id"],
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    second_id = started.stdout.strip()
+    done = await asyncio.to_thread(cli, worker_env, "result", second_id, "--json")
+    assert done.returncode == 0, done.stderr
+    second = json.loads(done.stdout)
+    await keep_history(temporal_client.get_workflow_handle(second_id), "continued_from_run")
+    planner = [c for c in llm.calls("planner") if first["run_id"] in json.dumps(c)]
+    assert planner and FACT in json.dumps(planner[0])  # the planner saw what the first run found
+    reporter = json.dumps(llm.calls("reporter")[-1])
+    assert "The earlier report" in reporter and first["run_id"] in reporter  # the reporter had the earlier report
+    assert "What changed since" in second["final_report"]
+    assert pages.url("/lighthouse") in [c["url"] for c in second["citations"]]  # old findings keep their sources
+
+
+async def test_continue_from_a_run_that_does_not_exist_fails_in_one_line(worker_env, worker):
+    started = await asyncio.to_thread(
+        cli, worker_env, "run", QUESTION, "--auto-accept", "--continue-from", "nothing-here"
+    )  # fmt: skip
+    assert started.returncode != 0
+    assert "no run with id nothing-here" in started.stdout + started.stderr
+    assert "Traceback" not in started.stdout + started.stderr
+
+
+async def scheduled_runs(client, name: str) -> list:
+    query = f"TemporalScheduledById = '{name}'"
+    return [run async for run in client.list_workflows(query)]
+
+
+async def completed(client, name: str, count: int, timeout: float = 120) -> list:
+    deadline = time.monotonic() + timeout
+    while True:
+        runs = [r for r in await scheduled_runs(client, name) if r.status == WorkflowExecutionStatus.COMPLETED]
+        if len(runs) >= count:
+            return sorted(runs, key=lambda r: r.start_time)
+        assert time.monotonic() < deadline, f"{len(runs)} of {count} scheduled runs completed"
+        await asyncio.sleep(0.5)
+
+
+async def test_a_schedule_runs_builds_on_its_last_run_and_says_what_changed(
+    worker_env, worker, llm, pages, temporal_client
+):
+    name = f"lantern-{time.time_ns() % 10**8}"
+    created = await asyncio.to_thread(
+        cli, worker_env, "schedule", "create", name, QUESTION, "--every", "4s", "--max-step-num", "1"
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    try:
+        deadline = time.monotonic() + 120
+        while "/lighthouse" not in pages.hits:
+            assert time.monotonic() < deadline, "the first scheduled run never read the page"
+            await asyncio.sleep(0.2)
+        # the site changes its figure once the first run has read it
+        pages.add("/lighthouse", article("Lantern Rock history", ["Some history first.", NEW_FACT + ".", "More."]))
+        first = (await completed(temporal_client, name, 1))[0]
+        runs = await completed(temporal_client, name, 2)
+        second = [r for r in runs if r.start_time > first.start_time][0]
+        old = await temporal_client.get_workflow_handle(first.id).result()
+        new = await temporal_client.get_workflow_handle(second.id).result()
+        reporter_requests = [json.dumps(c) for c in llm.calls("reporter")]
+        assert any(first.id in r and "4417" in r and "5120" in r for r in reporter_requests)
+        report = new["final_report"]
+        assert report.index("What changed since") < report.index("Key Points")  # it opens with the changes
+        changes = report.split("What changed since", 1)[1].split("## Key Points", 1)[0]
+        assert "4417" in changes and "5120" in changes  # the old and the new figure
+        assert pages.url("/lighthouse") in [c["url"] for c in new["citations"]]
+        assert "What changed since" not in old["final_report"]
+        listed = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "list")
+        assert f"(schedule {name})" in listed.stdout
+
+        bundled = subprocess.run(
+            [str(BIN / "temporal"), "schedule", "list", "--address", worker_env["TEMPORAL_ADDRESS"]],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert name in bundled.stdout, bundled.stdout + bundled.stderr
+        ours = await asyncio.to_thread(cli, worker_env, "schedule", "list")
+        assert name in ours.stdout and "4s" in ours.stdout
+
+        paused = await asyncio.to_thread(cli, worker_env, "schedule", "pause", name)
+        assert paused.returncode == 0, paused.stderr
+        await asyncio.sleep(1)  # a start already under way may still land
+        count = len(await scheduled_runs(temporal_client, name))
+        await asyncio.sleep(9)  # two intervals and more
+        assert len(await scheduled_runs(temporal_client, name)) == count  # paused: no new run
+    finally:
+        deleted = await asyncio.to_thread(cli, worker_env, "schedule", "delete", name)
+    assert deleted.returncode == 0, deleted.stderr
+    assert name not in (await asyncio.to_thread(cli, worker_env, "schedule", "list")).stdout
+    again = await asyncio.to_thread(cli, worker_env, "schedule", "pause", name)
+    assert again.returncode == 1 and f"no schedule named {name!r}" in again.stderr
+
+
+def test_schedule_durations_read_as_users_write_them():
+    from datetime import timedelta
+
+    from client.commands.schedule import parse_every
+    from client.errors import CliError
+
+    assert parse_every("1w") == timedelta(weeks=1)
+    assert parse_every("1h30m") == timedelta(minutes=90)
+    assert parse_every(" 45s ") == timedelta(seconds=45)
+    for bad in ("", "1x", "w", "1.5h", "-1d", "1d 2"):
+        with pytest.raises(CliError, match="--every"):
+            parse_every(bad)

@@ -1,0 +1,54 @@
+"""The data shapes of a follow-up thread (``workflows/follow_up.py``)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from workflows.models import Citation, Model, Usage
+from workflows.prior import PriorRun
+
+ThreadPhase = Literal["loading", "waiting", "answering", "researching", "ended"]
+
+
+class FollowUpInput(Model):
+    run_id: str = Field(min_length=1, max_length=1000)
+
+
+class ThreadTurn(Model):
+    question: str
+    answer: str
+    citations: list[Citation] = Field(default_factory=list)
+    researched: bool = False
+    research_run: str | None = None  # the run that researched more for this answer
+
+
+class ThreadState(Model):
+    """Everything a thread knows; continue-as-new carries it whole."""
+
+    prior: PriorRun | None = None  # the run's report, findings and sources (loaded once)
+    sources: dict[str, Citation] = Field(default_factory=dict)  # citable: the run's and those found since
+    found_since: list[str] = Field(default_factory=list)  # findings of research made for follow-ups
+    turns: list[ThreadTurn] = Field(default_factory=list)  # the newest MAX_TURNS_KEPT
+    asked: int = 0  # questions taken in all (ids of the asks)
+    researched: int = 0  # research runs started (their ids)
+    usage: Usage = Field(default_factory=Usage)
+
+
+class FollowUpAnswer(Model):
+    workflow_id: str
+    answer: str
+    citations: list[Citation] = Field(default_factory=list)
+    researched: bool = False
+    research_run: str | None = None
+
+
+class ThreadStatus(Model):
+    run_id: str
+    phase: ThreadPhase
+    questions: int
+    turns: list[ThreadTurn] = Field(default_factory=list)
+    waiting: list[str] = Field(default_factory=list)  # questions not answered yet
+    research_run: str | None = None  # researching now for a question
+    usage: Usage = Field(default_factory=Usage)
