@@ -19,6 +19,7 @@ from temporalio.client import Client
 
 from testkit.crash import RecordingLLM
 from testkit.eval_script import EvalScript
+from testkit.runs import keep_history
 from workflows.eval_models import EvalProgress
 from workflows.models import ResearchResult
 
@@ -191,6 +192,7 @@ async def test_a_killed_eval_finishes_without_running_a_finished_task_again(
         assert record["run_id"] == f"{suite_id}-{record['id']}-r1"
         runs = [w async for w in temporal_client.list_workflows(f'WorkflowId = "{record["run_id"]}"')]
         assert len(runs) == 1, f"{record['run_id']} was started {len(runs)} times"
+    await keep_history(handle, "eval_suite_resumed")
     for run, calls in calls_before.items():
         assert _calls(model, run) == calls, f"a model call of the finished {run} was made again"
         assert len(set(calls)) == len(calls)

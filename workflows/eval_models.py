@@ -64,6 +64,8 @@ class EvalSuiteInput(Model):
     runs: int = Field(default=1, ge=1, le=20)
     concurrency: int = Field(default=2, ge=1, le=32)
     judge: bool = False
+    # The children's ids begin with this (the suite's own id when empty).
+    id_prefix: str = ""
 
 
 class JudgeScore(Model):

@@ -63,7 +63,7 @@ class EvalSuite:
 
     async def _one(self, request: EvalSuiteInput, task: EvalTask, run: int, slots: asyncio.Semaphore) -> TaskRecord:
         async with slots:
-            run_id = child_id(workflow.info().workflow_id, task.id, run)
+            run_id = child_id(request.id_prefix or workflow.info().workflow_id, task.id, run)
             self.progress.running.append(run_id)
             started = workflow.now()
             result, error = None, None

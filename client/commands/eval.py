@@ -62,6 +62,7 @@ async def main(args: argparse.Namespace) -> int:
     )
     models = models_used(eval_settings(base, "http://127.0.0.1", args.judge_model), request.judge)
     workflow_id = args.id or suite_id(suite, request, models, base.openai_base_url)
+    request.id_prefix = workflow_id
     records = await run_suite(args, console, suite, request, base, workflow_id)
     data = results.suite_json(suite.name, models, [r.model_dump(mode="json") for r in records])
     results.show(console, data)
