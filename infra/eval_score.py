@@ -164,7 +164,9 @@ def score(task: EvalTask, corpus: list[str], result: ResearchResult) -> TaskScor
     cited = {corpus_path(url, paths) for url in urls} - {None}
     valid = sum(1 for url in urls if corpus_path(url, paths))
     found = [fact for fact in task.facts if facts[fact.id]]
-    supported = sum(1 for fact in found if cited & set(fact.sources))
+    # Facts no web page holds (e.g. only in the task's local resources) cannot be cited: left out.
+    citable = [fact for fact in found if fact.sources]
+    supported = sum(1 for fact in citable if cited & set(fact.sources))
     return TaskScore(
         fact_recall=round(len(found) / len(task.facts), 4) if task.facts else None,
         facts=facts,
@@ -173,7 +175,7 @@ def score(task: EvalTask, corpus: list[str], result: ResearchResult) -> TaskScor
         not_in_corpus_stated=states_not_found(result.final_report) if task.unanswerable else None,
         citations=urls,
         citation_validity=round(valid / len(urls), 4) if urls else None,
-        citation_support=round(supported / len(found), 4) if found else None,
+        citation_support=round(supported / len(citable), 4) if citable else None,
     )
 
 

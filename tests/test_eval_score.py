@@ -139,3 +139,10 @@ def test_the_judges_rubric_is_read_beside_the_scores():
     assert scores.judge.reasons["depth"] == "thin"
     bad = parse_judge("I liked it a lot, 11/10")
     assert bad.overall is None and bad.problem
+
+
+def test_a_fact_no_web_page_holds_is_left_out_of_citation_support():
+    task = TASK.model_copy(update={"facts": [*TASK.facts, FactSpec(id="memo", any=["board memo"])]})
+    report = "Ada Halvorsen logged 4417 ships, says the board memo." + SOURCES
+    scores = score(task, CORPUS, result(report))
+    assert scores.fact_recall == 1.0 and scores.citation_support == 1.0

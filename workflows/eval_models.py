@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from workflows.models import Model, ResearchResult
 
@@ -33,6 +33,18 @@ class FactSpec(Model):
     # Corpus paths of the documents that hold the fact; when the task file
     # gives none, the eval fills in the documents containing an accepted string.
     sources: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _number_instead(cls, data: Any) -> Any:
+        """``{"id": "f1", "number": 41.3, "tolerance": 0.5}``: a number instead of ``any``."""
+        if isinstance(data, dict) and "number" in data and "any" not in data:
+            data = dict(data)
+            number = {"number": data.pop("number")}
+            if "tolerance" in data:
+                number["tolerance"] = data.pop("tolerance")
+            data["any"] = [number]
+        return data
 
     @field_validator("any")
     @classmethod
