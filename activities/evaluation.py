@@ -8,7 +8,7 @@ import asyncio
 from temporalio import activity
 
 from infra.eval_score import parse_judge, score
-from workflows.eval_models import ScoreRequest, TaskScore
+from workflows.eval_models import JudgeScore, ScoreRequest, TaskScore
 from workflows.models import ResearchResult
 
 
@@ -17,6 +17,8 @@ def score_request(request: ScoreRequest) -> TaskScore:
     scores = score(request.task, request.corpus, result)
     if request.judge_reply is not None:
         scores.judge = parse_judge(request.judge_reply, request.judge_tokens)
+    elif request.judge_problem:
+        scores.judge = JudgeScore(problem=request.judge_problem)
     return scores
 
 

@@ -6,6 +6,7 @@ nothing the corpus does not."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from testkit.llm_server import Reply, has_tool_result, tool_messages
@@ -33,4 +34,18 @@ class EvalScript(ResearchScript):
             + "\n".join(f"- {f}" for f in facts)
             + "\n\n## References\n"
             + "\n".join(f"- [Source]({u})" for u in urls)
+        )
+
+    def judge(self, request: dict) -> Reply | str:
+        """A rubric that depends on the report: 8 for depth when it found facts."""
+        report = request["messages"][-1]["content"]
+        depth = 8 if "FACT:" in report else 3
+        rubric = {"score": 7, "reason": "scripted"}
+        return json.dumps(
+            {
+                "comprehensiveness": rubric,
+                "depth": {"score": depth, "reason": "facts found" if depth == 8 else "no facts"},
+                "instruction_following": rubric,
+                "readability": rubric,
+            }
         )

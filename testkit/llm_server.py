@@ -20,7 +20,19 @@ from dataclasses import dataclass, field
 from testkit.http_base import Response, ScriptedServer, json_response
 from testkit.tokenizers import faithful_count
 
-ROLES = ("coordinator", "planner", "researcher", "coder", "analyst", "reporter", "editor", "podcast", "slides", "prose")
+ROLES = (
+    "coordinator",
+    "planner",
+    "researcher",
+    "coder",
+    "analyst",
+    "reporter",
+    "editor",
+    "podcast",
+    "slides",
+    "prose",
+    "judge",
+)
 
 _ERROR_TYPES = {
     400: ("invalid_request_error", None),

@@ -115,12 +115,11 @@ async def check_records(client: Client, data: dict) -> None:
         assert record["searches"] == result.usage.searches
 
 
-async def test_eval_scores_each_run_by_its_own_report(eval_env, temporal_client, tmp_path: Path):
+async def test_eval_scores_each_run_by_its_own_report(eval_env, temporal_client, model, tmp_path: Path):
     tasks, corpus = write_suite(tmp_path)
     out = tmp_path / "result.json"
-    done = subprocess.run(
-        eval_command(tasks, corpus, out), env=eval_env, cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+    command = eval_command(tasks, corpus, out, "--judge-model", "judge-model")
+    done = subprocess.run(command, env=eval_env, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     data = json.loads(out.read_text())
     assert set(data) == {"suite", "models", "tasks", "totals"}
@@ -130,6 +129,14 @@ async def test_eval_scores_each_run_by_its_own_report(eval_env, temporal_client,
     assert {r["id"]: r["facts"] for r in data["tasks"]}["harbour"] == {"name": True, "deputy": False}
     assert all(r["citation_validity"] == 1.0 for r in data["tasks"])
     assert data["totals"]["tasks"] == 3 and data["totals"]["failed"] == 0
+    # The judge's rubric, beside the scores, from the judge's model (its own reading of each report).
+    assert data["models"]["judge"] == "judge-model"
+    assert {r["model"] for r in model.requests if r["_role"] == "judge"} == {"judge-model"}
+    for record in data["tasks"]:
+        result = await temporal_client.get_workflow_handle(record["run_id"], result_type=ResearchResult).result()
+        judge = record["judge"]
+        assert judge["comprehensiveness"] == 7 and judge["depth"] == (8 if "FACT:" in result.final_report else 3)
+        assert judge["problem"] is None and judge["reasons"]["depth"]
 
 
 def test_a_bad_task_line_is_one_line_naming_file_and_line(eval_env, tmp_path: Path):

@@ -99,6 +99,7 @@ class ScoreRequest(Model):
     corpus: list[str]
     result: ResearchResult | None = None
     judge_reply: str | None = None
+    judge_problem: str | None = None  # why the judge gave no reply
     judge_tokens: int = 0
 
 

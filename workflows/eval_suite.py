@@ -78,7 +78,7 @@ class EvalSuite:
             except ChildWorkflowError as err:
                 error = failure_reason(err)
             seconds = (workflow.now() - started).total_seconds()
-            judged = await self._judge(task, result) if request.judge and result else None
+            judged, problem = await self._judge(task, result) if request.judge and result else (None, None)
             scores = await workflow.execute_activity(
                 "score_eval_task",
                 ScoreRequest(
@@ -86,6 +86,7 @@ class EvalSuite:
                     corpus=request.corpus,
                     result=result,
                     judge_reply=judged.content if judged else None,
+                    judge_problem=problem,
                     judge_tokens=judged.prompt_tokens + judged.completion_tokens if judged else 0,
                 ),
                 result_type=TaskScore,
@@ -110,12 +111,12 @@ class EvalSuite:
             error=error,
         )
 
-    async def _judge(self, task: EvalTask, result: ResearchResult) -> ModelReply | None:
-        """The JUDGE model's rubric of the report (prompts/judge.md); a judge
-        that fails leaves the task unjudged, never failed."""
+    async def _judge(self, task: EvalTask, result: ResearchResult) -> tuple[ModelReply | None, str | None]:
+        """The JUDGE model's rubric of the report (prompts/judge.md), or why
+        there is none: a judge that fails leaves the task unjudged, never failed."""
         text = f"# The task\n{task.question}\n\n# The report\n{result.final_report[:JUDGE_REPORT_CHARS]}"
         try:
-            return await workflow.execute_activity(
+            reply = await workflow.execute_activity(
                 "chat",
                 ModelRequest(
                     role="judge", prompt="judge", json_mode=True, messages=[Message(role="user", content=text)]
@@ -125,8 +126,8 @@ class EvalSuite:
                 **MODEL_CALL,
             )
         except (ActivityError, ApplicationError) as err:
-            workflow.logger.warning("the judge failed on %s: %s", task.id, failure_reason(err))
-            return None
+            return None, f"the judge failed: {failure_reason(err)}"
+        return reply, None
 
     @workflow.query(name="progress")
     def get_progress(self) -> EvalProgress:

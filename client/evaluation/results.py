@@ -78,7 +78,7 @@ def totals(records: list[dict]) -> dict[str, Any]:
     spread: dict[str, float | None] = {}
     for name in runs[0] if runs else ():
         values = [run[name] for run in runs if run[name] is not None]
-        out[name] = _mean(values)
+        out[name] = values[0] if len(values) == 1 else _mean(values)
         spread[name] = _spread(values)
     if len(runs) > 1:
         out["spread"] = spread
@@ -152,8 +152,29 @@ def totals_table(total: dict[str, Any]) -> Table:
     return table
 
 
+def summary_table(records: list[dict]) -> Table:
+    """With --runs N: each task's scores as mean ± spread over its runs."""
+    grouped: dict[str, list[dict]] = defaultdict(list)
+    for record in records:
+        grouped[record["id"]].append(record)
+    table = Table(title="Per task, mean ± spread over runs")
+    table.add_column("task")
+    for name in (*RATES, "tokens", "seconds"):
+        table.add_column(name, justify="right")
+    for task, runs in grouped.items():
+        cells = []
+        for name in (*RATES, "tokens", "seconds"):
+            values = [r[name] for r in runs if r.get(name) is not None]
+            mean, spread = _mean(values), _spread(values)
+            cells.append("-" if mean is None else f"{mean:.2f}" + (f" ± {spread:.2f}" if spread is not None else ""))
+        table.add_row(task, *cells)
+    return table
+
+
 def show(console: Console, data: dict[str, Any]) -> None:
     console.print(task_table(data["tasks"]))
+    if data["totals"].get("runs", 1) > 1:
+        console.print(summary_table(data["tasks"]))
     console.print(totals_table(data["totals"]))
 
 
