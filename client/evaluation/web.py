@@ -52,9 +52,18 @@ def terms(text: str) -> list[str]:
             found += [a + b for a, b in zip(chars, chars[1:])] or chars
             rest = _CJK.sub(" ", word).split()  # latin letters or digits mixed in
             found += [w for w in rest if w not in _STOP]
-        elif word not in _STOP:
-            found.append(word)
+        elif word not in _STOP and (len(word) > 1 or word.isdigit()):
+            found.append(_stem(word))
     return found
+
+
+def _stem(word: str) -> str:
+    """A plural's singular, roughly: "turbines" and "turbine" match."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")) and not word.isdigit():
+        return word[:-1]
+    return word
 
 
 def passages(text: str, size: int = PASSAGE_CHARS) -> list[str]:
