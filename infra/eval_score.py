@@ -140,6 +140,18 @@ def corpus_path(url: str, corpus: set[str]) -> str | None:
     return path if path in corpus else None
 
 
+def is_resource(url: str, resources: list[str]) -> bool:
+    """Whether a ``file://`` URL names one of the task's local resources (or a file in one)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    if parts.scheme != "file":
+        return False
+    path = unquote(parts.path)
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in resources)
+
+
 def cited_urls(result: ResearchResult) -> list[str]:
     """The URLs the report cites: links in its text and the result's citations."""
     urls = urls_in(result.final_report)
@@ -162,7 +174,7 @@ def score(task: EvalTask, corpus: list[str], result: ResearchResult) -> TaskScor
     paths = set(corpus)
     urls = cited_urls(result)
     cited = {corpus_path(url, paths) for url in urls} - {None}
-    valid = sum(1 for url in urls if corpus_path(url, paths))
+    valid = sum(1 for url in urls if corpus_path(url, paths) or is_resource(url, task.resources))
     found = [fact for fact in task.facts if facts[fact.id]]
     # Facts no web page holds (e.g. only in the task's local resources) cannot be cited: left out.
     citable = [fact for fact in found if fact.sources]

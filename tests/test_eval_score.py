@@ -146,3 +146,15 @@ def test_a_fact_no_web_page_holds_is_left_out_of_citation_support():
     report = "Ada Halvorsen logged 4417 ships, says the board memo." + SOURCES
     scores = score(task, CORPUS, result(report))
     assert scores.fact_recall == 1.0 and scores.citation_support == 1.0
+
+
+def test_a_citation_of_the_tasks_own_local_document_is_valid():
+    task = TASK.model_copy(update={"resources": ["/data/local", "/data/memo.md"]})
+    urls = [
+        "file:///data/local/board%20memo.md#part",
+        "file:///data/memo.md",
+        "file:///etc/passwd",
+        "file:///data/localx",
+    ]
+    scores = score(task, CORPUS, result("Ada Halvorsen.", urls))
+    assert scores.citation_validity == 0.5

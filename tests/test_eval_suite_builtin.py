@@ -1,4 +1,4 @@
-"""The whole built-in suite end to end on the project's scripted model, as a
+"""The whole built-in suite end to end on the project's scripted demo model (client/demo), as a
 regression baseline: its scores are recorded in bench/results/eval-scripted.json
 (bench/README.md, "Evaluation baseline"); a change that makes the research
 find fewer facts, cite pages the corpus does not have or fail a task shows
@@ -14,17 +14,35 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.test_eval_e2e import ROOT, eval_env, model  # noqa: F401 - fixtures
+import pytest
+
+from client.demo.model import MODEL_NAME, DemoModel
+from tests.test_eval_e2e import ROOT
 from workflows.models import ResearchResult
 
 BASELINE = ROOT / "bench" / "results" / "eval-scripted.json"
 MARGIN = 0.1  # how far a total may fall below the baseline
 
 
-async def test_the_builtin_suite_runs_end_to_end_within_the_baseline(eval_env, temporal_client, tmp_path: Path):  # noqa: F811
+@pytest.fixture
+def demo_env(data_dir: Path, dev_server) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TAVILY_", "DEEPRESEARCH_", "OPENAI_"))}
+    with DemoModel() as model:
+        yield env | {
+            "PYTHONPATH": str(ROOT),
+            "OPENAI_API_KEY": "demo",
+            "OPENAI_BASE_URL": model.base_url,
+            "DEEPRESEARCH_MODEL": MODEL_NAME,
+            "DEEPRESEARCH_DATA_DIR": str(data_dir),
+            "DEEPRESEARCH_SANDBOX": "local",
+            "TEMPORAL_ADDRESS": dev_server.address,
+        }
+
+
+async def test_the_builtin_suite_runs_end_to_end_within_the_baseline(demo_env, temporal_client, tmp_path: Path):
     out = tmp_path / "builtin.json"
     command = [sys.executable, "-m", "client.cli", "eval", "--json", str(out), "--concurrency", "4"]
-    done = subprocess.run(command, env=eval_env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(command, env=demo_env, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     data = json.loads(out.read_text())
     tasks = [json.loads(line) for line in (ROOT / "client/evaluation/builtin/tasks.jsonl").read_text().splitlines()]
