@@ -79,6 +79,7 @@ def eval_env(model, data_dir: Path, dev_server) -> dict[str, str]:
         "DEEPRESEARCH_MODEL": "scripted-model",
         "DEEPRESEARCH_DATA_DIR": str(data_dir),
         "TEMPORAL_ADDRESS": dev_server.address,
+        "DEEPRESEARCH_SEARCH_ENGINE": "brave",  # no key: the eval searches its own offline web anyway
     }
 
 

@@ -50,7 +50,8 @@ async def main(args: argparse.Namespace) -> int:
         raise CliError("--concurrency must be between 1 and 32")
     suite = load_suite(args)
     base = Settings.from_env()
-    base.check()  # no model configured: one line now
+    # No model configured: one line now (search is the offline web's, whatever is set for it).
+    eval_settings(base, "http://127.0.0.1", args.judge_model).check()
     request = EvalSuiteInput(
         suite=suite.name,
         tasks=suite.tasks,
