@@ -205,6 +205,13 @@ async def test_a_killed_eval_finishes_without_running_a_finished_task_again(
         assert _calls(model, run) == calls, f"a model call of the finished {run} was made again"
         assert len(set(calls)) == len(calls)
 
+    # Once more, after the suite finished: its results again, nothing run again.
+    requests = len(model.requests)
+    again = subprocess.run(command, env=eval_env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and f"suite {suite_id} has already finished" in again.stdout
+    assert json.loads(out.read_text())["tasks"] == data["tasks"]
+    assert len(model.requests) == requests
+
 
 def _calls(model: RecordingLLM, workflow_id: str) -> list[str]:
     """The model calls a run made: one per activity attempt (``<workflow id>/<activity id>``)."""

@@ -31,6 +31,7 @@ from client.evaluation.suite import (
 )
 from client.evaluation.web import CorpusWeb
 from client.options import connection
+from infra.errors import cli_name
 from infra.process import cancel_on_sigterm
 from infra.settings import Settings, private_dir
 from infra.temporal import connect
@@ -67,6 +68,10 @@ async def main(args: argparse.Namespace) -> int:
     records = await run_suite(args, console, suite, request, base, workflow_id)
     data = results.suite_json(suite.name, models, [r.model_dump(mode="json") for r in records])
     results.show(console, data)
+    console.print(
+        f"each task's report: `{cli_name()} result RUN_ID` (run ids in --json, or {workflow_id}-<task>-r1)",
+        markup=False,
+    )
     if args.json:
         results.write_json(args.json, data)
         console.print(f"results written to {args.json}", markup=False)
