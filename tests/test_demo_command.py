@@ -15,11 +15,12 @@ from client.commands.demo import DEFAULT_QUESTION, replaced_environment
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def demo(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+def demo(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "client.cli", "demo", *args],
         cwd=ROOT,
         env=env,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=240,
@@ -63,6 +64,16 @@ def test_demo_default_question_computes_with_the_coder(dev_server, tmp_path):
     assert DEFAULT_QUESTION in done.stdout
     assert "41.3%" in done.stdout  # the growth rate, computed in the sandbox from the annual report's table
     assert "run_python" in done.stdout and "completed" in done.stdout
+
+
+def test_demo_reviews_the_plan_at_the_terminal_in_chinese_too(dev_server, tmp_path):
+    env = scrubbed_env(tmp_path / "data", TEMPORAL_ADDRESS=dev_server.address)
+    done = demo(env, "澄波海洋仪器有限公司成立于哪一年？总部位于哪座城市？", stdin="y\n")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = done.stdout
+    assert "Accept the plan?" in out  # the same review as `run`
+    assert out.index("Accept the plan?") < out.index("2009年")
+    assert "临澜" in out and "/zh/chengbo-marine-instruments.md)" in out
 
 
 def test_the_demo_environment_is_restored(monkeypatch):
