@@ -98,6 +98,15 @@ def build_parser() -> Parser:
         help="run a worker in this process (default: only when it starts the dev server itself)",
     )
 
+    demo = command(
+        "demo", "demo:main", "try the whole flow with no key and no network: a scripted model, an offline web"
+    )
+    add_run_options(demo, question_optional=True)
+    demo.add_argument(
+        "-o", "--output", type=Path, help="save the report here (default <data dir>/reports/<id>.<format>)"
+    )
+    demo.add_argument("--format", choices=FORMATS, help="format of the saved report: " + FORMAT_HELP)
+
     add_run_options(command("start", "start:main", "start a run and print its workflow id"))
 
     review = command("review", "review:main", "send plan feedback to a run waiting for review")

@@ -148,3 +148,17 @@ async def test_a_research_run_on_the_demo_model_finds_and_cites_a_fact(
     assert re.search(r"\]\(" + re.escape(page) + r"\)", report)  # cited
     assert web.searches  # the real search activity asked the offline web
     assert model.calls.get("coder") and model.calls.get("reporter") == 1
+
+
+async def test_reporter_says_when_the_findings_do_not_answer(model):
+    system = "You are the reporter of a deep-research team."
+    findings = (
+        "# Findings\n## Revenue\n## Findings\n\n"
+        "- Olvane's revenue was £26.0 million in 2023. [Annual report](http://127.0.0.1:1/report.md)\n\n"
+        "# Sources you may cite\n- [Annual report](http://127.0.0.1:1/report.md)"
+    )
+    missing, _ = await ask(model, system, "# Research question\nWhat was Olvane's revenue in 2012?\n\n" + findings)
+    assert "not found in the available sources" in missing.content
+    assert "[Annual report](http://127.0.0.1:1/report.md)" in missing.content
+    there, _ = await ask(model, system, "# Research question\nWhat was Olvane's revenue in 2023?\n\n" + findings)
+    assert "not found" not in there.content and "£26.0 million" in there.content

@@ -19,9 +19,11 @@ MAX_UNITS = 8
 MAX_TABLES = 2
 MAX_TABLE_ROWS = 30
 NOT_FOUND = (
-    "The sources found do not state this directly: the answer may not be in the available sources, "
+    "The sources do not state this directly: it was not found in the available sources, "
     "and this report does not guess it."
 )
+NOT_FOUND_ZH = "现有资料中未找到明确的答案，本报告不作猜测。"
+_QUANTITY = re.compile(r"\b(how many|how much|population|number of|percentage|per cent|percent)\b|多少|几")
 
 
 def is_cjk(text: str) -> bool:
@@ -286,12 +288,11 @@ def report(users: list[str]) -> str:
     bullets = list(dict.fromkeys(re.findall(r"^- (.+\[[^\]\n]*\]\([^)\s]+\))\s*$", found, re.M)))
     computed = [line.strip() for line in re.findall(r"^(?:Growth|Average|Total)[^\n]{0,300}$", found, re.M)]
     ranked = sorted(bullets, key=lambda b: (-_score(wanted, b), bullets.index(b)))
-    best = max((_coverage(wanted, b) for b in bullets), default=0.0)
     key = computed + ranked[:4]
     lines = [f"# {clip(question, 150)}", "", "## Key Points", ""]
     lines += [f"- {point}" for point in key] or ["- Nothing found answers the question."]
-    if best < 0.5 and not computed:
-        lines += ["", NOT_FOUND]
+    if not computed and not answered(question, bullets, found):
+        lines += ["", NOT_FOUND_ZH if is_cjk(question) else NOT_FOUND]
     lines += ["", "## Analysis", ""]
     for title, body in _steps(found):
         kept = [
@@ -307,6 +308,23 @@ def report(users: list[str]) -> str:
     lines += ["## Sources", ""] + ([f"- [{titles.get(u) or u}]({u})" for u in urls] or ["(none)"])
     lines += ["", "*Written by the scripted demo model: sentences picked from the pages, not a language model.*"]
     return "\n".join(lines)
+
+
+def answered(question: str, bullets: list[str], found: str) -> bool:
+    """Whether the findings seem to answer the question: a year it names is
+    in them, a sentence shares half its words, and for a quantity that sentence
+    has a number the question does not."""
+    evidence = "\n".join([*bullets, *re.findall(r"^\|[^\n]*$", found, re.M)])
+    if any(year not in evidence for year in _YEAR.findall(question)):
+        return False
+    wanted = set(terms(question))
+    close = [b for b in bullets if _coverage(wanted, b) >= 0.5]
+    if not wanted or is_cjk(question):
+        return bool(bullets)
+    if _QUANTITY.search(question.lower()):
+        asked = set(_NUMBER.findall(question))
+        return any(set(_NUMBER.findall(_LINK.sub("", b))) - asked for b in close)
+    return bool(close)
 
 
 def _coverage(wanted: set[str], text: str) -> float:
