@@ -216,3 +216,19 @@ async def test_a_killed_eval_finishes_without_running_a_finished_task_again(
 def _calls(model: RecordingLLM, workflow_id: str) -> list[str]:
     """The model calls a run made: one per activity attempt (``<workflow id>/<activity id>``)."""
     return [r["_request_id"] for r in model.requests if (r.get("_request_id") or "").startswith(workflow_id + "/")]
+
+
+async def test_runs_and_only(eval_env, temporal_client, tmp_path: Path):
+    tasks, corpus = write_suite(tmp_path)
+    out = tmp_path / "result.json"
+    command = eval_command(tasks, corpus, out, "--only", "kestrel", "--runs", "2")
+    done = subprocess.run(command, env=eval_env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert [(r["id"], r["run"]) for r in data["tasks"]] == [("kestrel", 1), ("kestrel", 2)]
+    assert data["tasks"][0]["run_id"].endswith("-kestrel-r1") and data["tasks"][1]["run_id"].endswith("-kestrel-r2")
+    assert data["totals"]["runs"] == 2 and "spread" in data["totals"]
+    assert "mean ± spread over runs" in done.stdout
+    for record in data["tasks"]:
+        result = await temporal_client.get_workflow_handle(record["run_id"], result_type=ResearchResult).result()
+        assert record["facts"]["staff"] == found_in(result.final_report, TASKS[1]["facts"][0]["any"])
