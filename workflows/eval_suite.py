@@ -77,6 +77,8 @@ class EvalSuite:
                 )
             except ChildWorkflowError as err:
                 error = failure_reason(err)
+            except ValueError as err:  # the suite's and the task's options together do not validate
+                error = f"invalid run options: {err}".splitlines()[0]
             seconds = (workflow.now() - started).total_seconds()
             judged, problem = await self._judge(task, result) if request.judge and result else (None, None)
             scores = await workflow.execute_activity(
