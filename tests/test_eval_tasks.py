@@ -92,3 +92,25 @@ def test_the_builtin_suite_loads_with_every_facts_sources():
 def test_the_suites_offline_web_keeps_its_port_across_attaches():
     assert preferred_port("eval-x-1") == preferred_port("eval-x-1")
     assert 20_000 <= preferred_port("eval-x-1") < 40_000
+
+
+def test_the_eval_worker_keeps_the_users_models_and_searches_the_offline_web(monkeypatch: pytest.MonkeyPatch):
+    from client.evaluation.suite import eval_settings
+    from infra.settings import Settings
+
+    monkeypatch.delenv("DEEPRESEARCH_CONTEXT_WINDOW", raising=False)
+    monkeypatch.delenv("DEEPRESEARCH_CONTEXT_WINDOW_JUDGE", raising=False)
+    base = Settings.from_env(
+        {"OPENAI_API_KEY": "k", "DEEPRESEARCH_MODEL": "small", "DEEPRESEARCH_SEARCH_ENGINE": "searxng"}
+    )
+    settings = eval_settings(base, "http://127.0.0.1:4321", "gpt-4o")
+    assert settings.model_for("reporter") == "small" and settings.model_for("judge") == "gpt-4o"
+    assert settings.context_window_for("judge") == 128_000
+    assert (settings.search_engine, settings.tavily_base_url, settings.allow_private_urls) == (
+        "tavily",
+        "http://127.0.0.1:4321",
+        True,
+    )
+    settings.check()  # no SEARXNG_URL needed
+    monkeypatch.setenv("DEEPRESEARCH_CONTEXT_WINDOW_JUDGE", "8192")
+    assert eval_settings(base, "http://x", "gpt-4o").context_window_for("judge") == 8192

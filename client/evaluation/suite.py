@@ -8,6 +8,7 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,7 +99,8 @@ def eval_settings(base: Settings, web_url: str, judge_model: str | None) -> Sett
     models, windows = dict(base.models), dict(base.context_windows)
     if judge_model:
         models[JUDGE_ROLE] = judge_model
-        windows[JUDGE_ROLE] = base.context_windows.get("reporter") or context_window_for(judge_model)
+        given = os.environ.get("DEEPRESEARCH_CONTEXT_WINDOW_JUDGE") or os.environ.get("DEEPRESEARCH_CONTEXT_WINDOW")
+        windows[JUDGE_ROLE] = int(given) if (given or "").isdigit() else context_window_for(judge_model)
     return dataclasses.replace(
         base,
         models=models,
