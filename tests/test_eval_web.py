@@ -47,6 +47,11 @@ def web(corpus: Path):
         yield server
 
 
+def test_a_link_out_of_the_folder_is_not_in_the_corpus(corpus):
+    (corpus / "towns" / "secret.md").symlink_to(corpus.parent / "secret.md")
+    assert "towns/secret.md" not in {d.path for d in load_corpus(corpus)}
+
+
 def test_load_corpus_titles_and_text(corpus):
     documents = {d.path: d for d in load_corpus(corpus)}
     assert sorted(documents) == sorted(FILES)

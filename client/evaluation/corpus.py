@@ -56,9 +56,12 @@ def load_corpus(folder: Path) -> list[Document]:
     if not folder.is_dir():
         raise ValueError(f"corpus folder not found: {folder}")
     documents = []
+    root = folder.resolve()
     for file in sorted(folder.rglob("*")):
         if not file.is_file() or file.suffix.lower() not in MEDIA_TYPES:
             continue
+        if not file.resolve().is_relative_to(root):
+            continue  # a link to a file outside the folder is not part of the corpus
         if any(part.startswith(".") for part in file.relative_to(folder).parts):
             continue
         documents.append(load_document(folder, file))
