@@ -21,6 +21,7 @@ from temporalio.worker import Interceptor, Worker
 from activities.crawl import CrawlActivities
 from activities.deck import DeckActivities
 from activities.earlier_runs import EarlierRuns
+from activities.evaluation import EvalActivities
 from activities.llm import ModelActivities
 from activities.local_docs.activities import LocalDocsActivities
 from activities.local_docs.sharing import SharedIndexes
@@ -41,6 +42,7 @@ from infra.settings import Settings, check_model_endpoint, private_dir
 from infra.temporal import connect
 from infra.tracing import tracing_enabled
 from workflows.deep_research import DeepResearch
+from workflows.eval_suite import EvalSuite
 from workflows.follow_up import FollowUp
 from workflows.models import build_schemas
 from workflows.podcast import Podcast
@@ -87,7 +89,7 @@ def build_worker(
     worker = Worker(
         client,
         task_queue=task_queue,
-        workflows=[DeepResearch, Podcast, Slides, Prose, FollowUp],
+        workflows=[DeepResearch, Podcast, Slides, Prose, FollowUp, EvalSuite],
         activities=[
             model.chat,
             search.web_search,
@@ -102,6 +104,7 @@ def build_worker(
             speech.join_audio,
             deck.build_deck,
             EarlierRuns(client).prior_run,
+            EvalActivities().score_task,
         ],
         max_cached_workflows=max_cached_workflows,
         max_concurrent_activities=max_concurrent_activities,

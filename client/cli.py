@@ -55,6 +55,24 @@ def add_run_options(parser: argparse.ArgumentParser, question_optional: bool = F
         group.add_argument(option, dest=field, default=argparse.SUPPRESS, **keywords)
 
 
+def add_eval_command(sub: argparse.ArgumentParser) -> None:
+    """`eval`'s options (SPEC 3b; client/commands/eval.py)."""
+    sub.add_argument("--suite", help="a built-in suite: builtin (the default without --tasks)")
+    sub.add_argument("--tasks", type=Path, metavar="FILE.jsonl", help="your own task file (with --corpus)")
+    sub.add_argument("--corpus", type=Path, metavar="DIR", help="the folder of documents the tasks ask about")
+    sub.add_argument("--only", metavar="ID,...", help="run only these tasks")
+    sub.add_argument("--runs", type=int, default=1, metavar="N", help="run each task N times: mean and spread")
+    sub.add_argument("--concurrency", type=int, default=2, metavar="N", help="tasks at once (default 2)")
+    sub.add_argument("--judge-model", metavar="M", help="also have model M score each report on a rubric")
+    sub.add_argument("--json", type=Path, metavar="FILE", help="write every score to this JSON file")
+    sub.add_argument("--compare", nargs=2, type=Path, metavar=("A.json", "B.json"), help="compare two results")
+    sub.add_argument("--id", help="the suite's workflow id (default: from the tasks, corpus, options and models)")
+    group = sub.add_argument_group("run options (every task's; a task's own options win)")
+    for option, field, keywords in RUN_OPTIONS:
+        if field != "auto_accept_plan":
+            group.add_argument(option, dest=field, default=argparse.SUPPRESS, **keywords)
+
+
 def build_parser() -> Parser:
     parser = Parser(prog=cli_name(), description="Durable deep research on Temporal.")
     add_connection_options(parser, None)
@@ -79,6 +97,15 @@ def build_parser() -> Parser:
         action=argparse.BooleanOptionalAction,
         help="run a worker in this process (default: only when it starts the dev server itself)",
     )
+
+    demo = command(
+        "demo", "demo:main", "try the whole flow with no key and no network: a scripted model, an offline web"
+    )
+    add_run_options(demo, question_optional=True)
+    demo.add_argument(
+        "-o", "--output", type=Path, help="save the report here (default <data dir>/reports/<id>.<format>)"
+    )
+    demo.add_argument("--format", choices=FORMATS, help="format of the saved report: " + FORMAT_HELP)
 
     add_run_options(command("start", "start:main", "start a run and print its workflow id"))
 
@@ -168,6 +195,7 @@ def build_parser() -> Parser:
     gc.add_argument("--dry-run", action="store_true", help="say what would be deleted, delete nothing")
 
     add_research_goes_on(command)
+    add_eval_command(command("eval", "eval:main", "run an evaluation suite on an offline corpus and score the reports"))
 
     command("worker", "worker:main", "run a worker until Ctrl-C")
 

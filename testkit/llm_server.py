@@ -22,7 +22,7 @@ from testkit.tokenizers import faithful_count
 
 ROLES = (
     "coordinator", "planner", "researcher", "coder", "analyst", "reporter", "editor", "podcast", "slides", "prose",
-    "followup",
+    "followup", "judge",
 )  # fmt: skip
 
 _ERROR_TYPES = {

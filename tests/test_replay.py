@@ -3,7 +3,8 @@
 A change to workflow logic that would break running workflows fails here.
 Re-record (after a deliberate, versioned change) with:
     RECORD_HISTORIES=1 ./dr test tests/test_workflow.py tests/test_crash.py tests/test_continue_as_new.py \
-        tests/test_nothing_lost.py tests/test_side_outputs.py tests/test_research_goes_on.py
+        tests/test_nothing_lost.py tests/test_side_outputs.py tests/test_research_goes_on.py \
+        tests/test_eval_e2e.py
 (Record only new histories: a history recorded by the old code is what
 proves the new code can still replay it.)
 """
@@ -16,6 +17,7 @@ from temporalio.worker import Replayer
 
 from infra.converter import data_converter
 from workflows.deep_research import DeepResearch
+from workflows.eval_suite import EvalSuite
 from workflows.follow_up import FollowUp
 from workflows.podcast import Podcast
 from workflows.prose import Prose
@@ -40,13 +42,14 @@ def test_there_are_histories_to_replay():
         "prose",
         "follow_up_thread",
         "continued_from_run",
+        "eval_suite_resumed",
     } <= {p.stem for p in HISTORIES}
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)
 async def test_history_replays(path: Path, tmp_path: Path):
     replayer = Replayer(
-        workflows=[DeepResearch, Podcast, Slides, Prose, FollowUp], data_converter=data_converter(tmp_path)
+        workflows=[DeepResearch, Podcast, Slides, Prose, FollowUp, EvalSuite], data_converter=data_converter(tmp_path)
     )
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     await replayer.replay_workflow(history)

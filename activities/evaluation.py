@@ -1,0 +1,29 @@
+"""The evaluation's scoring activity: the deterministic scores of one task's
+report (infra/eval_score.py), with the judge's rubric read beside them."""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import activity
+
+from infra.eval_score import parse_judge, score
+from workflows.eval_models import JudgeScore, ScoreRequest, TaskScore
+from workflows.models import ResearchResult
+
+
+def score_request(request: ScoreRequest) -> TaskScore:
+    result = request.result or ResearchResult(status="completed", question="", locale="", final_report="")
+    scores = score(request.task, request.corpus, result)
+    if request.judge_reply is not None:
+        scores.judge = parse_judge(request.judge_reply, request.judge_tokens)
+    elif request.judge_problem:
+        scores.judge = JudgeScore(problem=request.judge_problem)
+    return scores
+
+
+class EvalActivities:
+    @activity.defn(name="score_eval_task")
+    async def score_task(self, request: ScoreRequest) -> TaskScore:
+        # In a thread: regexes over a long report must not hold up the event loop.
+        return await asyncio.to_thread(score_request, request)

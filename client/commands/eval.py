@@ -1,0 +1,186 @@
+"""`deepresearch eval`: run an evaluation suite against its offline corpus with
+the configured models, show a progress bar, then a table per task and the
+totals; ``--json`` writes them, ``--compare`` sets two results side by side.
+
+The corpus is served on loopback for the duration (client/evaluation/web.py);
+a worker in this process, on the suite's own task queue, runs the research
+with the user's model settings and search and crawling pointed at it. The
+suite is the durable ``EvalSuite`` workflow (workflows/eval_suite.py) with a
+deterministic id: killed and run again, the command attaches to it and the
+tasks that finished are not run again."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+from contextlib import AsyncExitStack
+
+from client.commands.run import dev_ports, in_process_worker, split_address
+from client.devserver import DevServer, port_open
+from client.display import make_console
+from client.errors import CliError
+from client.evaluation import results
+from client.evaluation.suite import (
+    eval_settings,
+    load_suite,
+    models_used,
+    preferred_port,
+    run_options,
+    suite_id,
+)
+from client.evaluation.web import CorpusWeb
+from client.options import connection
+from infra.errors import cli_name
+from infra.process import cancel_on_sigterm
+from infra.settings import Settings, private_dir
+from infra.temporal import connect
+from workflows.eval_models import EvalProgress, EvalSuiteInput, EvalSuiteResult
+
+POLL_SECONDS = 0.5
+
+
+async def main(args: argparse.Namespace) -> int:
+    console = make_console()
+    if args.compare:
+        results.compare(console, *args.compare)
+        return 0
+    if args.runs < 1 or args.runs > 20:
+        raise CliError("--runs must be between 1 and 20")
+    if args.concurrency < 1 or args.concurrency > 32:
+        raise CliError("--concurrency must be between 1 and 32")
+    suite = load_suite(args)
+    base = Settings.from_env()
+    # No model configured: one line now (search is the offline web's, whatever is set for it).
+    eval_settings(base, "http://127.0.0.1", args.judge_model).check()
+    request = EvalSuiteInput(
+        suite=suite.name,
+        tasks=suite.tasks,
+        corpus=[document.path for document in suite.documents],
+        options=run_options(args),
+        runs=args.runs,
+        concurrency=args.concurrency,
+        judge=bool(args.judge_model),
+    )
+    models = models_used(eval_settings(base, "http://127.0.0.1", args.judge_model), request.judge)
+    workflow_id = args.id or suite_id(suite, request, models, base.openai_base_url)
+    request.id_prefix = workflow_id
+    records = await run_suite(args, console, suite, request, base, workflow_id)
+    data = results.suite_json(suite.name, models, [r.model_dump(mode="json") for r in records])
+    results.show(console, data)
+    console.print(
+        f"each task's report: `{cli_name()} result RUN_ID` (run ids in --json, or {workflow_id}-<task>-r1)",
+        markup=False,
+    )
+    if args.json:
+        results.write_json(args.json, data)
+        console.print(f"results written to {args.json}", markup=False)
+    failed = [r for r in records if r.error]
+    if failed:
+        first = failed[0]
+        raise CliError(f"{len(failed)} of {len(records)} task runs could not run; {first.id}: {first.error}")
+    return 0
+
+
+async def run_suite(args, console, suite, request: EvalSuiteInput, base: Settings, workflow_id: str) -> list:
+    conn = connection(args)
+    if args.task_queue is None:
+        conn = dataclasses.replace(conn, task_queue=workflow_id)  # the suite's own queue
+    dev_port, ui_port = dev_ports()
+    if not conn.address_given:
+        conn = dataclasses.replace(conn, address=f"localhost:{dev_port}")
+    host, port = split_address(conn.address)
+    start_server = not conn.address_given and not port_open(host, port)
+    private_dir(conn.data_dir)
+    web_port = preferred_port(workflow_id)
+    web = CorpusWeb(
+        suite.corpus_folder, port=0 if port_open("127.0.0.1", web_port) else web_port, documents=suite.documents
+    )
+    async with AsyncExitStack() as stack:
+        stack.enter_context(cancel_on_sigterm())
+        stack.enter_context(web)
+        if start_server:
+            server = DevServer(
+                db_file=conn.data_dir / "temporal.db",
+                port=port,
+                ui_port=ui_port,
+                log_file=conn.data_dir / "temporal-server.log",
+            )
+            stack.enter_context(server)
+            conn = dataclasses.replace(conn, address=server.address)
+            console.print(f"started the embedded Temporal dev server at {server.address}", markup=False)
+        client = await connect(conn)
+        settings = eval_settings(base, web.base_url, args.judge_model)
+        worker = await stack.enter_async_context(in_process_worker(conn, settings))
+        console.print(
+            f"suite {workflow_id}: {len(request.tasks)} task(s) x {request.runs} run(s) on the corpus "
+            f"{suite.corpus_folder} ({len(suite.documents)} documents, served at {web.base_url})",
+            markup=False,
+        )
+        handle = await start_or_attach(client, conn, request, workflow_id, console)
+        try:
+            result = await follow(handle, worker, console)
+        except asyncio.CancelledError:
+            console.print(
+                f"\nThe suite {workflow_id} waits durably; run the same command again to finish it.", markup=False
+            )
+            raise
+    return result.records
+
+
+async def start_or_attach(client, conn, request: EvalSuiteInput, workflow_id: str, console):
+    from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    try:
+        handle = await client.start_workflow(
+            "EvalSuite",
+            request,
+            id=workflow_id,
+            task_queue=conn.task_queue,
+            result_type=EvalSuiteResult,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+            static_summary=f"evaluation suite {request.suite}: {len(request.tasks)} task(s)",
+        )
+    except WorkflowAlreadyStartedError:
+        console.print(
+            f"suite {workflow_id} has already finished: showing its results (give --id NEW to run it again)",
+            markup=False,
+        )
+        return client.get_workflow_handle(workflow_id, result_type=EvalSuiteResult)
+    return handle
+
+
+async def follow(handle, worker: asyncio.Task, console) -> EvalSuiteResult:
+    """A progress bar until the suite ends; the worker's failure ends it too."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    outcome = asyncio.ensure_future(handle.result())
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as bar:
+        line = bar.add_task("tasks", total=None)
+        try:
+            while not outcome.done():
+                if worker.done():
+                    worker.result()  # raises the worker's error (bad configuration, ...)
+                    raise CliError("the eval's worker stopped")
+                try:
+                    progress = await handle.query("progress", result_type=EvalProgress)
+                    running = ", ".join(r.removeprefix(handle.id + "-") for r in progress.running[:4])
+                    bar.update(line, total=progress.total, completed=progress.done, description=f"tasks {running}")
+                except Exception:  # noqa: BLE001 - not queryable yet (first task pending): try again
+                    pass
+                await asyncio.wait({outcome}, timeout=POLL_SECONDS)
+        finally:
+            if not outcome.done():
+                outcome.cancel()
+        result = outcome.result()
+        bar.update(line, total=len(result.records), completed=len(result.records), description="tasks done")
+    return result

@@ -1,0 +1,222 @@
+"""The demo model's rules: one deterministic reply per role, from the
+messages and tools of the request alone (see ``client/demo/model.py``)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from client.demo import text as tx
+
+ROLES = ("coordinator", "planner", "researcher", "coder", "analyst", "reporter", "editor", "podcast", "slides", "prose")
+GREETINGS = ("hello", "hi", "hey", "good morning", "good evening", "你好")
+COMPUTE_WORDS = (
+    "compute",
+    "calculate",
+    "average",
+    "mean",
+    "percentage",
+    "per cent",
+    "percent",
+    "growth",
+    "grow",
+    "rate",
+    "total",
+    "sum",
+    "计算",
+    "平均",
+    "增长",
+)
+
+
+@dataclass
+class Turn:
+    role: str
+    content: str = ""
+    tool_calls: list[tuple[str, dict]] = field(default_factory=list)
+
+
+def play(request: dict) -> Turn:
+    role = role_of(request)
+    return ACTORS.get(role, other)(request, role)
+
+
+# -- reading the request ----------------------------------------------------------
+
+
+def content_text(content: object) -> str:
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content if isinstance(content, str) else ""
+
+
+def messages(request: dict) -> list[dict]:
+    return [m for m in request.get("messages") or [] if isinstance(m, dict)]
+
+
+def role_of(request: dict) -> str:
+    """The role named on the system prompt's first line, else guessed from
+    the tools offered."""
+    system = next((m for m in messages(request) if m.get("role") == "system"), None)
+    first_line = content_text(system.get("content")).split("\n", 1)[0].lower() if system else ""
+    named = next((w for w in re.findall(r"[a-z]+", first_line) if w in ROLES), None)
+    if named:
+        return named
+    tools = tool_names(request)
+    if "handoff_to_planner" in tools:
+        return "coordinator"
+    if "web_search" in tools:
+        return "researcher"
+    if "run_python" in tools:
+        return "coder"
+    return "reporter"
+
+
+def tool_names(request: dict) -> list[str]:
+    names = []
+    for tool in request.get("tools") or []:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            names.append(function["name"])
+    return names
+
+
+def user_texts(request: dict) -> list[str]:
+    return [content_text(m.get("content")) for m in messages(request) if m.get("role") == "user"]
+
+
+def calls_made(request: dict) -> list[tuple[str, dict, str]]:
+    """(tool name, arguments, result text) of every tool call in the conversation."""
+    results = {
+        m.get("tool_call_id"): content_text(m.get("content")) for m in messages(request) if m.get("role") == "tool"
+    }
+    made = []
+    for message in messages(request):
+        if message.get("role") != "assistant":
+            continue
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            try:
+                arguments = json.loads(function.get("arguments") or "{}")
+            except ValueError:
+                arguments = {}
+            made.append(
+                (
+                    function.get("name", ""),
+                    arguments if isinstance(arguments, dict) else {},
+                    results.get(call.get("id"), ""),
+                )
+            )
+    return made
+
+
+def locale_of(text: str) -> str:
+    return "zh-CN" if tx.is_cjk(text) else "en-US"
+
+
+# -- the roles ----------------------------------------------------------------------
+
+
+def coordinator(request: dict, role: str) -> Turn:
+    users = user_texts(request)
+    question = (users[0] if users else "").strip()
+    tools = tool_names(request)
+    if question.lower().rstrip("!. ") in GREETINGS or (len(question) < 20 and question.lower().startswith(GREETINGS)):
+        return Turn(role, "Hello! I am the scripted demo model. Ask me a research question.")
+    topic = " ".join(question.split()) or "research"
+    if "handoff_after_clarification" in tools and "handoff_to_planner" not in tools:
+        return Turn(
+            role, tool_calls=[("handoff_after_clarification", {"research_topic": topic, "locale": locale_of(topic)})]
+        )
+    if "handoff_to_planner" in tools:
+        return Turn(role, tool_calls=[("handoff_to_planner", {"research_topic": topic, "locale": locale_of(topic)})])
+    return Turn(role, json.dumps({"research_topic": topic, "locale": locale_of(topic)}))
+
+
+def planner(request: dict, role: str) -> Turn:
+    question = tx.question_of(user_texts(request))
+    locale = locale_of(question)
+    steps = [
+        {"need_search": True, "title": part, "description": part, "step_type": "research"}
+        for part in tx.split_question(question)
+    ]
+    if any(word in question.lower() for word in COMPUTE_WORDS):
+        steps.append(
+            {
+                "need_search": False,
+                "title": "Compute the figures asked for",
+                "description": f"From the figures found, compute what the question asks: {question}",
+                "step_type": "processing",
+            }
+        )
+    plan = {
+        "locale": locale,
+        "has_enough_context": False,
+        "thought": "A scripted plan: search for the question, read the best pages, compute if asked.",
+        "title": tx.clip(question, 120),
+        "steps": steps,
+    }
+    return Turn(role, json.dumps(plan, ensure_ascii=False))
+
+
+def researcher(request: dict, role: str) -> Turn:
+    tools = tool_names(request)
+    made = calls_made(request)
+    step = tx.step_of(user_texts(request))
+    query = tx.clip(" ".join(step.split()), 300)
+    names = [name for name, _, _ in made]
+    if "local_search" in tools and "local_search" not in names:
+        return Turn(role, tool_calls=[("local_search", {"query": tx.keywords_query(query)})])
+    if "web_search" in tools and "web_search" not in names:
+        return Turn(role, tool_calls=[("web_search", {"query": query})])
+    crawled = [args.get("url") for name, args, _ in made if name == "crawl"]
+    for name, args, result in made:
+        if name == "crawl" and tx.is_long_page(result) and "find_in_page" in tools:
+            url = args.get("url")
+            if not any(n == "find_in_page" and a.get("url") == url for n, a, _ in made):
+                return Turn(role, tool_calls=[("find_in_page", {"url": url, "query": tx.keywords_query(query)})])
+    if "crawl" in tools:
+        for url in tx.crawl_targets(made):
+            if url not in crawled:
+                return Turn(role, tool_calls=[("crawl", {"url": url})])
+    if "web_search" in tools and names.count("web_search") == 1 and (entity := tx.next_entity(query, made)):
+        return Turn(role, tool_calls=[("web_search", {"query": tx.clip(entity, 300)})])
+    return Turn(role, tx.findings(query, made))
+
+
+def coder(request: dict, role: str) -> Turn:
+    made = calls_made(request)
+    if "run_python" not in tool_names(request):
+        return Turn(role, "No code could run here; the figures are in the findings above.")
+    runs = [(args, result) for name, args, result in made if name == "run_python"]
+    if not runs:
+        material = "\n".join(user_texts(request))
+        return Turn(role, tool_calls=[("run_python", {"code": tx.program_for(material)})])
+    output = runs[-1][1].strip()
+    return Turn(
+        role, f"## Computation\n\nThe program computed from the figures in the findings:\n\n```\n{output}\n```\n"
+    )
+
+
+def reporter(request: dict, role: str) -> Turn:
+    return Turn(role, tx.report(user_texts(request)))
+
+
+def other(request: dict, role: str) -> Turn:
+    """Editor, analyst and the side outputs: the given text, kept short."""
+    material = "\n".join(user_texts(request))
+    if role == "editor":
+        return Turn(role, tx.clip(material, 4000))
+    if role == "analyst":
+        return Turn(role, "## Analysis\n\n" + tx.clip(material, 2000))
+    return Turn(role, tx.clip(material, 2000) or "Nothing to say.")
+
+
+ACTORS = {
+    "coordinator": coordinator,
+    "planner": planner,
+    "researcher": researcher,
+    "coder": coder,
+    "reporter": reporter,
+}

@@ -1,0 +1,87 @@
+"""`deepresearch demo`: the whole flow with no key and no network, as a user
+runs it (a subprocess with a scrubbed environment), on the test's Temporal dev
+server. Keys and endpoints set in the environment are neither used nor called."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from client.commands.demo import DEFAULT_QUESTION, replaced_environment
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def demo(env: dict[str, str], *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "client.cli", "demo", *args],
+        cwd=ROOT,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+def scrubbed_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
+    env = {k: v for k, v in os.environ.items() if k in keep}
+    return env | {"PYTHONPATH": str(ROOT), "DEEPRESEARCH_DATA_DIR": str(data_dir), "COLUMNS": "200"} | extra
+
+
+def test_demo_runs_with_no_key_and_calls_nothing_outside(dev_server, tmp_path, llm, tavily):
+    # Keys and endpoints a user may have set: the demo must not use them.
+    env = scrubbed_env(
+        tmp_path / "data",
+        TEMPORAL_ADDRESS=dev_server.address,
+        OPENAI_API_KEY="sk-real-key-must-not-be-used",
+        OPENAI_BASE_URL=llm.base_url,
+        TAVILY_API_KEY="tvly-real-key-must-not-be-used",
+        TAVILY_BASE_URL=tavily.base_url,
+        DEEPRESEARCH_MODEL_REPORTER="gpt-4o",
+    )
+    done = demo(env, "--auto-accept", "Who designed the Greyhorn Light in Brackwater, and when was it first lit?")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = done.stdout
+    assert out.index("DEMO: the model is scripted") < out.index("Caspar Lund")  # says so first
+    assert "1871" in out
+    assert re.search(r"\(http://127\.0\.0\.1:\d+/(towns/brackwater|tourism/greyhorn-light-history)\.md\)", out)
+    assert "written by the scripted demo model" in out.split("report saved to")[-1]  # and at the end
+    assert "Traceback" not in done.stderr
+    assert llm.requests == [] and tavily.requests == []  # nothing went to the configured services
+    reports = list((tmp_path / "data" / "reports").glob("*.md"))
+    assert len(reports) == 1 and "Caspar Lund" in reports[0].read_text(encoding="utf-8")
+
+
+def test_demo_default_question_computes_with_the_coder(dev_server, tmp_path):
+    env = scrubbed_env(tmp_path / "data", TEMPORAL_ADDRESS=dev_server.address)
+    done = demo(env, "--auto-accept")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert DEFAULT_QUESTION in done.stdout
+    assert "41.3%" in done.stdout  # the growth rate, computed in the sandbox from the annual report's table
+    assert "run_python" in done.stdout and "completed" in done.stdout
+
+
+def test_demo_reviews_the_plan_at_the_terminal_in_chinese_too(dev_server, tmp_path):
+    env = scrubbed_env(tmp_path / "data", TEMPORAL_ADDRESS=dev_server.address)
+    done = demo(env, "澄波海洋仪器有限公司成立于哪一年？总部位于哪座城市？", stdin="y\n")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = done.stdout
+    assert "Accept the plan?" in out  # the same review as `run`
+    assert out.index("Accept the plan?") < out.index("2009年")
+    assert "临澜" in out and "/zh/chengbo-marine-instruments.md)" in out
+
+
+def test_the_demo_environment_is_restored(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-mine")
+    monkeypatch.setenv("DEEPRESEARCH_MODEL_PLANNER", "gpt-4o")
+    monkeypatch.setenv("DEEPRESEARCH_SEARCH_INCLUDE_DOMAINS", "example.com")
+    with replaced_environment({"OPENAI_API_KEY": "demo"}):
+        assert os.environ["OPENAI_API_KEY"] == "demo"
+        assert "DEEPRESEARCH_MODEL_PLANNER" not in os.environ
+        assert "DEEPRESEARCH_SEARCH_INCLUDE_DOMAINS" not in os.environ
+    assert os.environ["OPENAI_API_KEY"] == "sk-mine" and os.environ["DEEPRESEARCH_MODEL_PLANNER"] == "gpt-4o"

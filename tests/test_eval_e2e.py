@@ -1,0 +1,234 @@
+"""`deepresearch eval` as a user runs it: a subprocess against a real Temporal
+dev server, with a scripted model (testkit/eval_script.py) and a small corpus
+and task file written here. The verdicts are checked against the reports the
+runs really wrote, read back from Temporal."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from testkit.crash import RecordingLLM
+from testkit.eval_script import EvalScript
+from testkit.runs import keep_history
+from workflows.eval_models import EvalProgress
+from workflows.models import ResearchResult
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = {
+    "towns/harrowgate.md": "# Harrowgate\n\nA fishing town.\n\nFACT: the Harrowgate harbour master is Ada Halvorsen\n",
+    "companies/kestrel.md": "# Kestrel Works\n\nA foundry.\n\nFACT: Kestrel Works employs 1,250 people in its foundry\n",
+    "notes/almanac.html": "<html><head><title>Old almanac</title></head><body><h1>Old almanac</h1>"
+    "<p>An almanac of 1990 counted 900 workers at the Kestrel foundry.</p></body></html>",
+    "lake/mirrormere.txt": "Mirrormere lake\n\nFACT: Mirrormere lake is 41 metres deep at its centre\n",
+}
+TASKS = [
+    {
+        "id": "harbour",
+        "question": "Who is the Harrowgate harbour master?",
+        "facts": [{"id": "name", "any": ["Ada Halvorsen"]}, {"id": "deputy", "any": ["Sigrun Vale"]}],
+    },
+    {
+        "id": "kestrel",
+        "question": "How many people does Kestrel Works employ in its foundry?",
+        "facts": [{"id": "staff", "any": ["1,250 people", "1250 people"]}],
+        "avoid": [{"id": "old", "any": ["900 workers"]}],
+    },
+    {
+        "id": "lake",
+        "question": "How deep is Mirrormere lake at its centre?",
+        "facts": [{"id": "depth", "any": ["41 metres"]}, {"id": "eels", "any": ["silver eels of Mirrormere"]}],
+    },
+]
+NOWHERE = {"deputy", "eels"}  # facts no corpus document holds
+
+
+def write_suite(folder: Path) -> tuple[Path, Path]:
+    corpus = folder / "corpus"
+    for path, text in CORPUS.items():
+        (corpus / path).parent.mkdir(parents=True, exist_ok=True)
+        (corpus / path).write_text(text, encoding="utf-8")
+    tasks = folder / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(task) + "\n" for task in TASKS), encoding="utf-8")
+    return tasks, corpus
+
+
+@pytest.fixture
+def model():
+    with RecordingLLM() as server:
+        server.handler = EvalScript()
+        yield server
+
+
+@pytest.fixture
+def eval_env(model, data_dir: Path, dev_server) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TAVILY_", "DEEPRESEARCH_", "OPENAI_"))}
+    return env | {
+        "PYTHONPATH": str(ROOT),
+        "OPENAI_API_KEY": model.api_key,
+        "OPENAI_BASE_URL": model.base_url,
+        "DEEPRESEARCH_MODEL": "scripted-model",
+        "DEEPRESEARCH_DATA_DIR": str(data_dir),
+        "TEMPORAL_ADDRESS": dev_server.address,
+        "DEEPRESEARCH_SEARCH_ENGINE": "brave",  # no key: the eval searches its own offline web anyway
+    }
+
+
+def eval_command(tasks: Path, corpus: Path, out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "client.cli", "eval", "--tasks", str(tasks), "--corpus", str(corpus)] + [
+        "--json",
+        str(out),
+        "--no-background-investigation",
+        *extra,
+    ]
+
+
+def found_in(report: str, accepted: list[str]) -> bool:
+    text = " ".join(report.lower().split())
+    return any(" ".join(a.lower().split()) in text for a in accepted)
+
+
+async def check_records(client: Client, data: dict) -> None:
+    """Each verdict is what the run's own report says; recall is found / required."""
+    specs = {task["id"]: task for task in TASKS}
+    assert sorted(r["id"] for r in data["tasks"]) == sorted(specs)
+    for record in data["tasks"]:
+        spec = specs[record["id"]]
+        result = await client.get_workflow_handle(record["run_id"], result_type=ResearchResult).result()
+        assert result.final_report.strip()
+        for fact in spec["facts"]:
+            assert record["facts"][fact["id"]] == found_in(result.final_report, fact["any"]), fact
+        for fact in spec.get("avoid", []):
+            assert record["avoided"][fact["id"]] == (not found_in(result.final_report, fact["any"]))
+        assert not any(record["facts"].get(name) for name in NOWHERE)
+        found = sum(record["facts"].values())
+        assert record["fact_recall"] == round(found / len(spec["facts"]), 4)
+        assert record["model_calls"] == result.usage.llm_calls > 0
+        assert record["searches"] == result.usage.searches
+
+
+async def test_eval_scores_each_run_by_its_own_report(eval_env, temporal_client, model, tmp_path: Path):
+    tasks, corpus = write_suite(tmp_path)
+    out = tmp_path / "result.json"
+    command = eval_command(tasks, corpus, out, "--judge-model", "judge-model")
+    done = subprocess.run(command, env=eval_env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert set(data) == {"suite", "models", "tasks", "totals"}
+    assert data["suite"] == "tasks" and data["models"]["reporter"] == "scripted-model"
+    await check_records(temporal_client, data)
+    # The scripted researcher reads the best page for each question: the facts there are found.
+    assert {r["id"]: r["facts"] for r in data["tasks"]}["harbour"] == {"name": True, "deputy": False}
+    assert all(r["citation_validity"] == 1.0 for r in data["tasks"])
+    assert data["totals"]["tasks"] == 3 and data["totals"]["failed"] == 0
+    # The judge's rubric, beside the scores, from the judge's model (its own reading of each report).
+    assert data["models"]["judge"] == "judge-model"
+    assert {r["model"] for r in model.requests if r["_role"] == "judge"} == {"judge-model"}
+    for record in data["tasks"]:
+        result = await temporal_client.get_workflow_handle(record["run_id"], result_type=ResearchResult).result()
+        judge = record["judge"]
+        assert judge["comprehensiveness"] == 7 and judge["depth"] == (8 if "FACT:" in result.final_report else 3)
+        assert judge["problem"] is None and judge["reasons"]["depth"]
+
+
+def test_a_bad_task_line_is_one_line_naming_file_and_line(eval_env, tmp_path: Path):
+    tasks, corpus = write_suite(tmp_path)
+    tasks.write_text(tasks.read_text() + '{"id": "x", "question": "?", "facts": [{"id": "f"}]}\n')
+    done = subprocess.run(
+        eval_command(tasks, corpus, tmp_path / "r.json"), env=eval_env, cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines() == [f"error: {tasks}:4: facts.0.any: Field required"]
+
+
+def test_no_model_configured_is_one_line(eval_env, tmp_path: Path):
+    tasks, corpus = write_suite(tmp_path)
+    env = {k: v for k, v in eval_env.items() if not k.startswith("OPENAI_")}
+    done = subprocess.run(
+        eval_command(tasks, corpus, tmp_path / "r.json"), env=env, cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode != 0
+    assert len(done.stderr.strip().splitlines()) == 1 and "OPENAI_API_KEY" in done.stderr
+
+
+async def test_a_killed_eval_finishes_without_running_a_finished_task_again(
+    eval_env, temporal_client, model: RecordingLLM, tmp_path: Path
+):
+    tasks, corpus = write_suite(tmp_path)
+    out = tmp_path / "result.json"
+    command = eval_command(tasks, corpus, out, "--concurrency", "1")
+    first = subprocess.Popen(
+        command, env=eval_env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    suite_id = None
+    for line in first.stdout:
+        found = re.match(r"suite (\S+):", line)
+        if found:
+            suite_id = found.group(1)
+            break
+    assert suite_id, "the eval never named its suite"
+    handle = temporal_client.get_workflow_handle(suite_id)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            progress = await handle.query("progress", result_type=EvalProgress)
+        except Exception:  # noqa: BLE001 - not started yet
+            progress = None
+        if progress and progress.done >= 1:
+            break
+        time.sleep(0.2)
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    finished = [f"{suite_id}-{name}" for name in progress.finished]
+    assert finished and progress.done < 3, progress
+    calls_before = {run: _calls(model, run) for run in finished}
+
+    done = subprocess.run(command, env=eval_env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    data = json.loads(out.read_text())
+    await check_records(temporal_client, data)
+    for record in data["tasks"]:
+        assert record["run_id"] == f"{suite_id}-{record['id']}-r1"
+        runs = [w async for w in temporal_client.list_workflows(f'WorkflowId = "{record["run_id"]}"')]
+        assert len(runs) == 1, f"{record['run_id']} was started {len(runs)} times"
+    await keep_history(handle, "eval_suite_resumed")
+    for run, calls in calls_before.items():
+        assert _calls(model, run) == calls, f"a model call of the finished {run} was made again"
+        assert len(set(calls)) == len(calls)
+
+    # Once more, after the suite finished: its results again, nothing run again.
+    requests = len(model.requests)
+    again = subprocess.run(command, env=eval_env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and f"suite {suite_id} has already finished" in again.stdout
+    assert json.loads(out.read_text())["tasks"] == data["tasks"]
+    assert len(model.requests) == requests
+
+
+def _calls(model: RecordingLLM, workflow_id: str) -> list[str]:
+    """The model calls a run made: one per activity attempt (``<workflow id>/<activity id>``)."""
+    return [r["_request_id"] for r in model.requests if (r.get("_request_id") or "").startswith(workflow_id + "/")]
+
+
+async def test_runs_and_only(eval_env, temporal_client, tmp_path: Path):
+    tasks, corpus = write_suite(tmp_path)
+    out = tmp_path / "result.json"
+    command = eval_command(tasks, corpus, out, "--only", "kestrel", "--runs", "2")
+    done = subprocess.run(command, env=eval_env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert [(r["id"], r["run"]) for r in data["tasks"]] == [("kestrel", 1), ("kestrel", 2)]
+    assert data["tasks"][0]["run_id"].endswith("-kestrel-r1") and data["tasks"][1]["run_id"].endswith("-kestrel-r2")
+    assert data["totals"]["runs"] == 2 and "spread" in data["totals"]
+    assert "mean ± spread over runs" in done.stdout
+    for record in data["tasks"]:
+        result = await temporal_client.get_workflow_handle(record["run_id"], result_type=ResearchResult).result()
+        assert record["facts"]["staff"] == found_in(result.final_report, TASKS[1]["facts"][0]["any"])

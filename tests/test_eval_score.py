@@ -1,0 +1,160 @@
+"""The evaluation's scorer on hand-written reports: exactly the scores each
+should get (infra/eval_score.py, docs/eval.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from activities.evaluation import score_request
+from infra.eval_score import Text, numbers_in, parse_judge, score, source_paths, states_not_found
+from workflows.eval_models import EvalTask, FactSpec, ScoreRequest
+from workflows.models import Citation, ResearchResult
+
+CORPUS = ["people/ada.md", "towns/lantern rock.md", "archive/old-almanac.html"]
+WEB = "http://127.0.0.1:5555"
+TASK = EvalTask.model_validate(
+    {
+        "id": "keeper",
+        "question": "Who kept the Lantern Rock lighthouse and how many ships did the keeper log in 1911?",
+        "facts": [
+            {"id": "f1", "any": ["Ada Halvorsen", "A. Halvorsen"], "sources": ["people/ada.md"]},
+            {"id": "f2", "any": [{"number": 4417, "tolerance": 0}], "sources": ["towns/lantern rock.md"]},
+        ],
+        "avoid": [{"id": "d1", "any": [{"number": 3900}]}],
+    }
+)
+UNANSWERABLE = EvalTask(id="salary", question="What was the keeper's salary?", unanswerable=True)
+SOURCES = f"\n\n## Sources\n- [Ada Halvorsen]({WEB}/people/ada.md)\n- [Lantern Rock]({WEB}/towns/lantern%20rock.md)\n"
+
+
+def result(report: str, citations: list[str] = ()) -> ResearchResult:
+    return ResearchResult(
+        status="completed",
+        question="q",
+        locale="en-US",
+        final_report=report,
+        citations=[Citation(url=url) for url in citations],
+    )
+
+
+def test_a_perfect_report():
+    report = "# The keeper\n\nThe keeper was **Ada   Halvorsen**; in 1911 she logged 4,417 ships." + SOURCES
+    scores = score(TASK, CORPUS, result(report))
+    assert scores.fact_recall == 1.0
+    assert scores.facts == {"f1": True, "f2": True}
+    assert scores.avoided == {"d1": True}
+    assert scores.distractors_used == 0
+    assert scores.citations == [f"{WEB}/people/ada.md", f"{WEB}/towns/lantern%20rock.md"]
+    assert scores.citation_validity == 1.0
+    assert scores.citation_support == 1.0
+    assert scores.not_in_corpus_stated is None
+
+
+def test_a_report_that_invents_a_citation():
+    report = (
+        "The keeper was Ada Halvorsen. She logged 4417 ships in 1911 ([records](https://example.com/records))."
+        + SOURCES
+        + f"- [Harbour log]({WEB}/harbour/log.md)\n"
+    )
+    scores = score(TASK, CORPUS, result(report))
+    assert scores.fact_recall == 1.0
+    assert len(scores.citations) == 4
+    assert scores.citation_validity == 0.5  # example.com and a page the corpus does not have
+    assert scores.citation_support == 1.0
+
+
+def test_a_report_that_uses_the_distractor():
+    report = f"The keeper was A. Halvorsen, who logged 3,900 ships in 1911.\n\n[1]: {WEB}/people/ada.md"
+    scores = score(TASK, CORPUS, result(report))
+    assert scores.facts == {"f1": True, "f2": False}
+    assert scores.fact_recall == 0.5
+    assert scores.avoided == {"d1": False}
+    assert scores.distractors_used == 1
+    assert scores.citation_validity == 1.0
+    assert scores.citation_support == 1.0
+
+
+def test_a_report_that_misses_a_fact_and_cites_the_wrong_page():
+    report = "The keeper of Lantern Rock was Ada Halvorsen. The log of 1911 is lost."
+    scores = score(TASK, CORPUS, result(report, ["http://localhost:9999/towns/lantern%20rock.md"]))
+    assert scores.facts == {"f1": True, "f2": False}
+    assert scores.fact_recall == 0.5
+    assert scores.citations == ["http://localhost:9999/towns/lantern%20rock.md"]  # the result's citations count
+    assert scores.citation_validity == 1.0  # any port
+    assert scores.citation_support == 0.0  # f1's page is not cited
+
+
+def test_a_report_that_answers_an_unanswerable_task():
+    scores = score(UNANSWERABLE, CORPUS, result("The keeper earned 40 crowns a year, paid in silver."))
+    assert scores.not_in_corpus_stated is False
+    assert scores.fact_recall is None
+    assert scores.citations == [] and scores.citation_validity is None and scores.citation_support is None
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        "The keeper's salary could not be found in the sources.",
+        "There is NO information   about the salary in the documents.",
+        "The sources don’t give a salary.",
+        "资料中没有关于薪水的信息。",
+        "关于守塔人的薪水，未找到相关记录。",
+    ],
+)
+def test_a_report_that_says_the_answer_is_not_in_the_corpus(report: str):
+    assert score(UNANSWERABLE, CORPUS, result(report)).not_in_corpus_stated is True
+
+
+def test_no_statement_is_seen_where_there_is_none():
+    assert not states_not_found("The keeper found 12 ships and informed the harbour.")
+
+
+def test_numbers_as_reports_write_them():
+    text = "Growth was 12.5% (from 1,234,567.5 to −3.2); 2019-2023; v1.2.3; 4\u202f417 ships; 4417ms"
+    assert numbers_in(text) == [12.5, 1234567.5, -3.2, 2019, 2023, 4417, 4417]
+
+
+def test_a_number_within_its_tolerance():
+    fact = FactSpec(id="g", any=[{"number": 12.5, "tolerance": 0.1}])
+    found = [Text(t).has(fact.any[0]) for t in ("rose 12.46 %", "rose 12.6%", "rose 12.7%", "rose 125%")]
+    assert found == [True, True, False, False]
+
+
+def test_a_facts_sources_are_the_documents_that_hold_it_unless_given():
+    documents = {"a.md": Text("Ada HALVORSEN kept the light."), "b.md": Text("Nothing here."), "c.md": Text("4,417")}
+    fact = FactSpec(id="f", any=["ada halvorsen", {"number": 4417}])
+    assert source_paths(fact, documents) == ["a.md", "c.md"]
+    assert source_paths(fact.model_copy(update={"sources": ["b.md"]}), documents) == ["b.md"]
+
+
+def test_the_judges_rubric_is_read_beside_the_scores():
+    reply = (
+        '```json\n{"comprehensiveness": {"score": 8, "reason": "covers both"}, "depth": {"score": 6, "reason": "thin"},'
+        ' "instruction_following": {"score": 9, "reason": "ok"}, "readability": {"score": 7, "reason": "clear"}}\n```'
+    )
+    scores = score_request(ScoreRequest(task=TASK, corpus=CORPUS, result=result("x"), judge_reply=reply))
+    assert scores.fact_recall == 0.0  # the judge changes nothing of the deterministic scores
+    assert scores.judge.comprehensiveness == 8 and scores.judge.readability == 7
+    assert scores.judge.overall == 7.5 and scores.judge.problem is None
+    assert scores.judge.reasons["depth"] == "thin"
+    bad = parse_judge("I liked it a lot, 11/10")
+    assert bad.overall is None and bad.problem
+
+
+def test_a_fact_no_web_page_holds_is_left_out_of_citation_support():
+    task = TASK.model_copy(update={"facts": [*TASK.facts, FactSpec(id="memo", any=["board memo"])]})
+    report = "Ada Halvorsen logged 4417 ships, says the board memo." + SOURCES
+    scores = score(task, CORPUS, result(report))
+    assert scores.fact_recall == 1.0 and scores.citation_support == 1.0
+
+
+def test_a_citation_of_the_tasks_own_local_document_is_valid():
+    task = TASK.model_copy(update={"resources": ["/data/local", "/data/memo.md"]})
+    urls = [
+        "file:///data/local/board%20memo.md#part",
+        "file:///data/memo.md",
+        "file:///etc/passwd",
+        "file:///data/localx",
+    ]
+    scores = score(task, CORPUS, result("Ada Halvorsen.", urls))
+    assert scores.citation_validity == 0.5

@@ -1,0 +1,116 @@
+"""Task files of `deepresearch eval`: validated line by line, one clear line
+naming file:line for a bad one; resources relative to the file's folder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from client.errors import CliError
+from client.evaluation.suite import load_suite, preferred_port
+from client.evaluation.tasks import load_tasks, parse_only
+from workflows.eval_models import Number
+
+GOOD = {"id": "t1", "question": "Who?", "facts": [{"id": "f1", "any": ["Ada"]}]}
+
+
+def write(folder: Path, *lines: object) -> Path:
+    path = folder / "tasks.jsonl"
+    path.write_text("\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("{not json", "not JSON (Expecting property name enclosed in double quotes at column 2)"),
+        ("[1, 2]", "not a JSON object"),
+        ({"id": "t2"}, "question: Field required"),
+        ({**GOOD, "id": "t 2"}, "id: String should match pattern"),
+        ({**GOOD, "id": "t2", "facts": [{"id": "f1", "any": []}]}, "facts.0.any: List should have at least 1 item"),
+        ({**GOOD, "id": "t2", "colour": "red"}, "colour: Extra inputs are not permitted"),
+        ({**GOOD, "id": "t2", "options": {"max_step_nums": 3}}, "options: max_step_nums: Extra inputs"),
+        ({**GOOD, "id": "t2", "options": {"max_step_num": 0}}, "options: max_step_num: Input should be greater"),
+        ({**GOOD, "id": "t2", "resources": ["missing.md"]}, "resource 'missing.md' not found"),
+        ({**GOOD, "id": "t1"}, "task id 't1' is already used on line 1"),
+        ({**GOOD, "id": "t2", "facts": [{"id": "f", "any": ["a"]}, {"id": "f", "any": ["b"]}]}, "fact id 'f' appears"),
+    ],
+)
+def test_a_bad_line_names_its_file_and_line(tmp_path: Path, line: object, problem: str):
+    path = write(tmp_path, GOOD, "", line)
+    with pytest.raises(CliError) as caught:
+        load_tasks(path)
+    assert str(caught.value).startswith(f"{path}:3: {problem}")
+    assert "\n" not in str(caught.value)
+
+
+def test_resources_are_relative_to_the_task_files_folder(tmp_path: Path):
+    (tmp_path / "local").mkdir()
+    (tmp_path / "local" / "memo.md").write_text("# Memo\n")
+    path = write(tmp_path, {**GOOD, "resources": ["local/memo.md"]})
+    (task,) = load_tasks(path)
+    assert task.resources == [str((tmp_path / "local" / "memo.md").resolve())]
+
+
+def test_a_number_fact_in_either_form(tmp_path: Path):
+    path = write(
+        tmp_path,
+        {**GOOD, "facts": [{"id": "f1", "number": 41.3, "tolerance": 0.5}, {"id": "f2", "any": [{"number": 7}]}]},
+    )
+    (task,) = load_tasks(path)
+    assert task.facts[0].any == [Number(number=41.3, tolerance=0.5)]
+    assert task.facts[1].any == [Number(number=7, tolerance=0)]
+
+
+def test_only_picks_tasks_in_file_order_and_names_an_unknown_one(tmp_path: Path):
+    path = write(tmp_path, GOOD, {**GOOD, "id": "t2"}, {**GOOD, "id": "t3"})
+    assert [t.id for t in load_tasks(path, parse_only("t3, t1"))] == ["t1", "t3"]
+    with pytest.raises(CliError, match=r"no task 't9' in .*tasks.jsonl \(its tasks: t1, t2, t3\)"):
+        load_tasks(path, ["t9"])
+
+
+def test_an_empty_or_missing_file(tmp_path: Path):
+    with pytest.raises(CliError, match="no tasks in the file"):
+        load_tasks(write(tmp_path, ""))
+    with pytest.raises(CliError, match="no such task file"):
+        load_tasks(tmp_path / "nope.jsonl")
+
+
+def test_the_builtin_suite_loads_with_every_facts_sources():
+    suite = load_suite(argparse.Namespace(tasks=None, corpus=None, suite=None, only=None))
+    assert suite.name == "builtin" and len(suite.tasks) >= 15 and len(suite.documents) >= 40
+    paths = {document.path for document in suite.documents}
+    for task in suite.tasks:
+        for fact in task.facts:
+            assert set(fact.sources) <= paths
+    assert any(task.unanswerable for task in suite.tasks) and any(task.resources for task in suite.tasks)
+
+
+def test_the_suites_offline_web_keeps_its_port_across_attaches():
+    assert preferred_port("eval-x-1") == preferred_port("eval-x-1")
+    assert 20_000 <= preferred_port("eval-x-1") < 40_000
+
+
+def test_the_eval_worker_keeps_the_users_models_and_searches_the_offline_web(monkeypatch: pytest.MonkeyPatch):
+    from client.evaluation.suite import eval_settings
+    from infra.settings import Settings
+
+    monkeypatch.delenv("DEEPRESEARCH_CONTEXT_WINDOW", raising=False)
+    monkeypatch.delenv("DEEPRESEARCH_CONTEXT_WINDOW_JUDGE", raising=False)
+    base = Settings.from_env(
+        {"OPENAI_API_KEY": "k", "DEEPRESEARCH_MODEL": "small", "DEEPRESEARCH_SEARCH_ENGINE": "searxng"}
+    )
+    settings = eval_settings(base, "http://127.0.0.1:4321", "gpt-4o")
+    assert settings.model_for("reporter") == "small" and settings.model_for("judge") == "gpt-4o"
+    assert settings.context_window_for("judge") == 128_000
+    assert (settings.search_engine, settings.tavily_base_url, settings.allow_private_urls) == (
+        "tavily",
+        "http://127.0.0.1:4321",
+        True,
+    )
+    settings.check()  # no SEARXNG_URL needed
+    monkeypatch.setenv("DEEPRESEARCH_CONTEXT_WINDOW_JUDGE", "8192")
+    assert eval_settings(base, "http://x", "gpt-4o").context_window_for("judge") == 8192
