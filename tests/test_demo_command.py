@@ -43,6 +43,8 @@ def test_demo_runs_with_no_key_and_calls_nothing_outside(dev_server, tmp_path, l
         TAVILY_API_KEY="tvly-real-key-must-not-be-used",
         TAVILY_BASE_URL=tavily.base_url,
         DEEPRESEARCH_MODEL_REPORTER="gpt-4o",
+        HTTP_PROXY="http://127.0.0.1:9",  # a proxy that is not there: loopback must not go through it
+        HTTPS_PROXY="http://127.0.0.1:9",
     )
     done = demo(env, "--auto-accept", "Who designed the Greyhorn Light in Brackwater, and when was it first lit?")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -66,7 +66,15 @@ def demo_environment(model_url: str, web_url: str, mcp_config: Path) -> dict[str
         "TAVILY_BASE_URL": web_url,
         "DEEPRESEARCH_ALLOW_PRIVATE_URLS": "1",
         "DEEPRESEARCH_SANDBOX": "local",
+        # loopback never through a proxy the environment may name
+        "NO_PROXY": _no_proxy(os.environ.get("NO_PROXY")),
+        "no_proxy": _no_proxy(os.environ.get("no_proxy")),
     }
+
+
+def _no_proxy(value: str | None) -> str:
+    hosts = [h.strip() for h in (value or "").split(",") if h.strip()]
+    return ",".join(dict.fromkeys([*hosts, "127.0.0.1", "localhost"]))
 
 
 @contextmanager
