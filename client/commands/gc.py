@@ -2,10 +2,15 @@
 audio, decks) and large-payload files that no run Temporal still knows can
 need, and that are older than `--older-than` days.
 
-Every blob and payload file a run writes is newer than the run's start; so
-nothing is deleted that is newer than the oldest run Temporal still keeps
-(running, or closed and within the namespace's retention). Files in an S3
-bucket are left to the bucket's lifecycle rules (see docs/operations.md).
+The stores are content-addressed, so a run often keeps a file that is
+already there (a page crawled again, an input two runs share); the stores
+then refresh the file's modified time, as they do on every read
+(infra/blobs.py ``refresh``). So every file a run uses was modified after
+the run started, and nothing is deleted that is newer than the oldest run
+Temporal still keeps (running, or closed and within the namespace's
+retention). Each file's time is read again right before it is deleted, so
+one a run has just kept again stays. Files in an S3 bucket are left to the
+bucket's lifecycle rules (see docs/operations.md).
 """
 
 from __future__ import annotations
@@ -36,9 +41,7 @@ async def main(args: argparse.Namespace) -> int:
             if not path.is_file():
                 continue
             info = path.stat()
-            if datetime.fromtimestamp(info.st_mtime, UTC) < cutoff:
-                if not args.dry_run:
-                    path.unlink()
+            if older(path, cutoff) and (args.dry_run or delete_if_older(path, cutoff)):
                 deleted += 1
                 freed += info.st_size
             else:
@@ -52,6 +55,22 @@ async def main(args: argparse.Namespace) -> int:
         else f"{verb} {deleted:,} stored file(s), {freed / 1e6:.1f} MB; kept {kept:,}"
     )
     return 0
+
+
+def older(path: Path, cutoff: datetime) -> bool:
+    """Whether the file was last kept or read before ``cutoff`` (False once it is gone)."""
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, UTC) < cutoff
+    except FileNotFoundError:
+        return False
+
+
+def delete_if_older(path: Path, cutoff: datetime) -> bool:
+    """Delete the file unless a run has kept or read it since it was looked at."""
+    if not older(path, cutoff):
+        return False
+    path.unlink(missing_ok=True)
+    return True
 
 
 def touch(path: Path, days_ago: float) -> None:
