@@ -86,3 +86,20 @@ async def test_a_podcast_whose_audio_is_gone_says_which_blob_in_one_line(
         code, out, err = await cli(worker_env, *args, "-o", str(tmp_path / "again.mp3"))
         assert code == 1 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
         assert f"blob {blob} is missing from " in err
+
+
+def test_a_script_beyond_the_cap_is_cut_at_a_whole_line_and_the_script_says_so():
+    """Only a script over MAX_PARTS speech calls is cut: at a whole line, and
+    the script returned is the lines spoken."""
+    from workflows.models import PodcastScript
+    from workflows.podcast import MAX_PARTS, spoken_lines
+
+    long = "A sentence. " * 500  # 6,000 characters: two speech calls
+    script = PodcastScript.model_validate(
+        {"lines": [{"speaker": "male", "paragraph": "Hello."}, {"speaker": "female", "paragraph": long}] * 3}
+    )
+    kept, parts = spoken_lines(script, max_parts=4)
+    assert [line.paragraph for line in kept.lines] == [line.paragraph for line in script.lines[:3]]
+    assert len(parts) == 4  # the third line (one call) fits, the fourth (two calls) would not: the rest is cut
+    kept, parts = spoken_lines(script)
+    assert kept == script and len(parts) == 9 <= MAX_PARTS
