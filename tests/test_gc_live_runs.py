@@ -119,6 +119,9 @@ async def test_a_blob_gone_mid_run_fails_it_at_once_with_a_partial_report(
     assert code == 1 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert "the run failed: " in err and "is missing" in err
     assert "Scripted Report" in out and "the run failed: blob sha256:" in out
+    # Following it says where the partial report is.
+    code, out, err = await cli(worker_env, "attach", handle.id)
+    assert code == 1 and "is missing" in err and f"result {handle.id}`" in err, err
 
 
 async def test_a_run_stuck_on_a_missing_payload_is_not_told_to_wait_for_a_fixed_worker(tmp_path):
