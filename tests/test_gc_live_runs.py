@@ -133,3 +133,28 @@ async def test_a_run_stuck_on_a_missing_payload_is_not_told_to_wait_for_a_fixed_
     assert "temporal workflow terminate --workflow-id run-1" in line
     # Any other failure still gets the usual advice.
     assert "deploy a fixed worker" in Stuck(attempts=3, error="a bug", phase=None).line("run-1")
+
+
+async def test_gc_keeps_what_a_kept_runs_history_names_whatever_the_file_time(
+    worker_env, temporal_client, task_queue, worker, script
+):
+    """Files a run kept before the stores refreshed times (an older worker)
+    look old: the history of a run Temporal keeps still names them."""
+    data = Path(worker_env["DEEPRESEARCH_DATA_DIR"])
+    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
+    assert (await handle.result()).status == "completed"
+    used = await blobs_used(handle)
+    assert used
+    for path in (data / "blobs").rglob("*"):
+        if path.is_file():
+            touch(path, days_ago=400)
+    unused = data / "blobs" / "00" / ("0" * 64)
+    unused.parent.mkdir(parents=True, exist_ok=True)
+    unused.write_text("a page no kept run names")
+    touch(unused, days_ago=400)
+
+    code, out, err = await cli(worker_env, "gc", "--older-than", "0")
+    assert code == 0, err
+    assert not unused.exists()  # what no kept run names still goes
+    gone = sorted(ref for ref in used if not blob_file(data, ref).exists())
+    assert not gone, f"gc deleted blobs a kept run names: {gone}"

@@ -9,14 +9,20 @@ then refresh the file's modified time, as they do on every read
 the run started, and nothing is deleted that is newer than the oldest run
 Temporal still keeps (running, or closed and within the namespace's
 retention). Each file's time is read again right before it is deleted, so
-one a run has just kept again stays. Files in an S3 bucket are left to the
+one a run has just kept again stays. Besides, whatever the file times say,
+no file is deleted that the history of a run Temporal keeps names (a blob
+reference or an external payload's digest, also inside the payload files
+those name): so runs started by a worker from before the time refresh are
+safe too. Files in an S3 bucket are left to the
 bucket's lifecycle rules (see docs/operations.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import re
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,10 +34,9 @@ from infra.temporal import connect
 async def main(args: argparse.Namespace) -> int:
     conn = connection(args)
     client = await connect(conn)
-    oldest = None
-    async for run in client.list_workflows(""):  # every workflow Temporal still keeps
-        if oldest is None or run.start_time < oldest:
-            oldest = run.start_time
+    runs = [run async for run in client.list_workflows("")]  # every workflow Temporal still keeps
+    oldest = min((run.start_time for run in runs), default=None)
+    used = await in_use(client, runs, conn.data_dir / "payloads")
     cutoff = datetime.now(UTC) - timedelta(days=args.older_than)
     if oldest is not None and oldest < cutoff:
         cutoff = oldest
@@ -39,6 +44,9 @@ async def main(args: argparse.Namespace) -> int:
     for folder in (conn.data_dir / "blobs", conn.data_dir / "payloads"):
         for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
             if not path.is_file():
+                continue
+            if path.name in used:  # a kept run's history names it
+                kept += 1
                 continue
             info = path.stat()
             if older(path, cutoff) and (args.dry_run or delete_if_older(path, cutoff)):
@@ -55,6 +63,45 @@ async def main(args: argparse.Namespace) -> int:
         else f"{verb} {deleted:,} stored file(s), {freed / 1e6:.1f} MB; kept {kept:,}"
     )
     return 0
+
+
+_DIGEST = re.compile(rb"[0-9a-f]{64}")  # a blob reference's or a payload claim's SHA-256
+
+
+async def in_use(client, runs: list, payloads: Path) -> set[str]:
+    """The digests the kept runs' histories name, and those named inside
+    the payload files they name (a large activity result holding blob
+    references). A hex string that is no file's name only keeps nothing."""
+    from temporalio.api.common.v1 import WorkflowExecution
+    from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
+
+    found: set[str] = set()
+    at_once = asyncio.Semaphore(8)
+
+    async def scan(run) -> None:
+        token = b""
+        async with at_once:
+            while True:
+                page = await client.workflow_service.get_workflow_execution_history(
+                    GetWorkflowExecutionHistoryRequest(
+                        namespace=client.namespace,
+                        execution=WorkflowExecution(workflow_id=run.id, run_id=run.run_id),
+                        next_page_token=token,
+                    ),
+                    retry=True,
+                )
+                for event in page.history.events:
+                    found.update(d.decode() for d in _DIGEST.findall(event.SerializeToString()))
+                token = page.next_page_token
+                if not token:
+                    return
+
+    await asyncio.gather(*(scan(run) for run in runs))
+    for digest in list(found):
+        path = payloads / digest[:2] / digest
+        if path.is_file():
+            found.update(d.decode() for d in _DIGEST.findall(path.read_bytes()))
+    return found
 
 
 def older(path: Path, cutoff: datetime) -> bool:
