@@ -44,7 +44,10 @@ def error_line(err: Exception, args: argparse.Namespace) -> str | None:
     if isinstance(err, WorkflowUpdateFailedError):
         return f"{args.command} rejected: {rejection_reason(err)}"
     if isinstance(err, WorkflowFailureError):
-        return f"the run failed: {failure_message(err)}"
+        from workflows.failures import partial_report
+
+        where = f" (what it found: `{cli_name()} result {workflow_id}`)" if workflow_id and partial_report(err) else ""
+        return f"the run failed: {failure_message(err)}{where}"
     if isinstance(err, WorkflowQueryFailedError):
         return f"the status query failed: {err.message}"
     return None

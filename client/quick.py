@@ -187,12 +187,28 @@ async def list_workflows(conn: Connection, query: str, limit: int) -> list[Liste
             workflow_type=info.type.name,
             status=WorkflowExecutionStatus.Name(info.status).removeprefix("WORKFLOW_EXECUTION_STATUS_").lower(),
             start_time=info.start_time.ToDatetime(tzinfo=UTC),
-            memo={key: value_of(p) for key, p in info.memo.fields.items()},
-            search_attributes={key: value_of(p) for key, p in info.search_attributes.indexed_fields.items()},
+            memo=readable(info.memo.fields),
+            search_attributes=readable(info.search_attributes.indexed_fields),
             task_attempts=n if isinstance(n, int) else 0,  # gone meanwhile: not stuck
         )
         for info, n in zip(infos, found, strict=True)
     ]
+
+
+UNREADABLE = "(unreadable)"  # a memo value or search attribute that is not valid JSON
+
+
+def readable(fields: Mapping[str, Payload]) -> dict[str, Any]:
+    """Memo values or search attributes, decoded; one that is not valid JSON
+    (written by another client) reads as ``UNREADABLE``, so one bad row never
+    hides the others."""
+    values: dict[str, Any] = {}
+    for key, given in fields.items():
+        try:
+            values[key] = value_of(given)
+        except ValueError:  # JSONDecodeError, UnicodeDecodeError
+            values[key] = UNREADABLE
+    return values
 
 
 def value_of(given: Payload) -> Any:

@@ -13,7 +13,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from client.errors import CliError
-from infra.blobs import blob_store
+from infra.blobs import BlobNotFound, blob_store
 from infra.connection import Connection
 from infra.errors import cli_name
 from workflows.models import PodcastResult, ProseResult, ResearchResult, SideStatus, SlidesResult, SourceReport
@@ -70,11 +70,25 @@ async def finished_report(client: Client, run_id: str, namespace: str) -> Source
     )
 
 
+SOURCE_RUN = "source_run"  # memo key: the Temporal run id of the research run a side output was made from
+
+
 async def start_once(client: Client, conn: Connection, kind: str, argument: Any, workflow_id: str):
     """The side output's workflow for this run: started if there is none,
     the existing one (running or completed) otherwise; a failed one is
-    started again."""
+    started again. A podcast or deck made from an earlier run that had the
+    same workflow id is not this run's: a new one replaces it."""
     workflow_type = SIDE_TYPES[kind]
+    reuse, conflict, memo = (
+        WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+        WorkflowIDConflictPolicy.USE_EXISTING,
+        None,
+    )
+    if isinstance(argument, SourceReport):
+        source = await client.get_workflow_handle(argument.run_id).describe()
+        memo = {SOURCE_RUN: source.run_id}
+        if await made_from_another_run(client, workflow_id, source):
+            reuse, conflict = WorkflowIDReusePolicy.ALLOW_DUPLICATE, WorkflowIDConflictPolicy.TERMINATE_EXISTING
     try:
         return await client.start_workflow(
             workflow_type,
@@ -82,17 +96,42 @@ async def start_once(client: Client, conn: Connection, kind: str, argument: Any,
             id=workflow_id,
             task_queue=conn.task_queue,
             result_type=RESULT_TYPES[workflow_type],
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+            id_conflict_policy=conflict,
+            id_reuse_policy=reuse,
+            memo=memo,
             static_summary=f"{kind} of {argument.run_id}" if hasattr(argument, "run_id") else None,
         )
     except WorkflowAlreadyStartedError:  # completed before: fetch it again
         return client.get_workflow_handle(workflow_id, result_type=RESULT_TYPES[workflow_type])
 
 
+async def made_from_another_run(client: Client, workflow_id: str, source: Any) -> bool:
+    """Whether the side output ``workflow_id`` exists and was made from
+    another run than ``source`` (the research run's description): by the
+    run id in its memo, or, for one made before that memo, by its start
+    before the run's end (a side output starts only after its run ended)."""
+    try:
+        side = await client.get_workflow_handle(workflow_id).describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return False
+        raise
+    made_from = side.raw_info.memo.fields.get(SOURCE_RUN)
+    if made_from is not None:
+        try:
+            return client.data_converter.payload_converter.from_payloads([made_from])[0] != source.run_id
+        except Exception:  # not readable: tell by the times below
+            pass
+    return source.close_time is not None and side.start_time < source.close_time
+
+
 async def write_blob(conn: Connection, ref: str, path: Path) -> Path:
-    """A file the worker left in the blob store (audio, a deck), written to ``path``."""
-    data = await blob_store(conn.data_dir).get_bytes(ref)
+    """A file the worker left in the blob store (audio, a deck), written to
+    ``path``; CliError (one line, naming the blob) when it is gone."""
+    try:
+        data = await blob_store(conn.data_dir).get_bytes(ref)
+    except BlobNotFound as err:
+        raise CliError(f"{path.name} cannot be written: {err}") from None
     path = path.expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)

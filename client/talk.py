@@ -85,11 +85,25 @@ class Stuck:
     phase: str | None  # the last phase the run reported
 
     def line(self, workflow_id: str) -> str:
-        return (
-            f"run {workflow_id} is stuck: its workflow task has failed {self.attempts} times "
-            f"({self.error}); deploy a fixed worker and it resumes by itself, or end it with "
+        said = f"run {workflow_id} is stuck: its workflow task has failed {self.attempts} times ({self.error}); "
+        if payload_gone(self.error):  # no worker can resume it, and a cancel never reaches its code
+            return said + (
+                "a stored input it needs is gone, so it cannot go on: end it with "
+                f"`temporal workflow terminate --workflow-id {workflow_id}` or in the Temporal UI "
+                "(see docs/operations.md)"
+            )
+        return said + (
+            f"deploy a fixed worker and it resumes by itself, or end it with "
             f"`{cli_name()} cancel {workflow_id}` (see docs/operations.md)"
         )
+
+
+def payload_gone(error: str) -> bool:
+    """Whether a workflow task failed because an external payload file is
+    missing (infra/payload_storage.py's message)."""
+    from infra.payload_storage import MISSING_PAYLOAD
+
+    return MISSING_PAYLOAD in error and " is missing under " in error
 
 
 async def stuck(client: Client, handle: WorkflowHandle) -> Stuck | None:

@@ -24,11 +24,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
+from temporalio.exceptions import ApplicationError
+
 PREFIX = "sha256:"
 
 
-class BlobNotFound(LookupError):
-    pass
+class BlobNotFound(ApplicationError, LookupError):
+    """A blob that is not in the store. Raised in an activity it fails the
+    activity at once (no retry brings a deleted file back): the run then
+    writes a partial report and fails with this message."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, type="BlobNotFound", non_retryable=True)
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def digest_of(ref: str) -> str:
@@ -77,17 +87,20 @@ class FileBlobStore(_TextOnBytes):
     async def put_bytes(self, data: bytes) -> str:
         ref = reference(data)
         path = self._path(ref)
-        if not path.exists():
+        if not refresh(path):  # the same content, kept again: `gc` sees it as new
             write_atomically(path, data)
         return ref
 
     async def get_bytes(self, ref: str) -> bytes:
+        path = self._path(ref)
         try:
-            return self._path(ref).read_bytes()
+            data = path.read_bytes()
         except FileNotFoundError:
             raise BlobNotFound(
-                f"blob {ref} is missing from {self.root}; is DEEPRESEARCH_DATA_DIR the same for every worker?"
+                f"blob {ref} is missing from {self.root} (deleted, or DEEPRESEARCH_DATA_DIR differs between workers)"
             ) from None
+        refresh(path)
+        return data
 
 
 class ObjectClient(Protocol):
@@ -125,6 +138,20 @@ class S3BlobStore(_TextOnBytes):
                 "use the same DEEPRESEARCH_PAYLOAD_S3_BUCKET?"
             )
         return data
+
+
+def refresh(path: Path) -> bool:
+    """Mark a stored file as used now (its modified time), so `deepresearch
+    gc`, which deletes by that time, keeps it while a run uses it; False
+    when there is no such file. A store this process may only read is left
+    as it is."""
+    try:
+        os.utime(path)
+    except FileNotFoundError:
+        return False
+    except PermissionError:
+        return path.exists()
+    return True
 
 
 def write_atomically(path: Path, data: bytes) -> None:

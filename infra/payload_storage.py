@@ -21,7 +21,10 @@ from temporalio.converter import (
     StorageDriverStoreContext,
 )
 
+from infra.blobs import refresh
 from infra.s3 import S3Config, s3_client
+
+MISSING_PAYLOAD = "external payload"  # how a missing one's error starts (client/talk.py tells it apart)
 
 
 class FileStorageDriver(StorageDriver):
@@ -40,7 +43,7 @@ class FileStorageDriver(StorageDriver):
             data = payload.SerializeToString(deterministic=True)
             digest = hashlib.sha256(data).hexdigest()
             path = self.root / digest[:2] / digest
-            if not path.exists():
+            if not refresh(path):  # the same payload again: `gc` sees it as new
                 path.parent.mkdir(parents=True, exist_ok=True)
                 fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
                 with os.fdopen(fd, "wb") as f:
@@ -60,9 +63,10 @@ class FileStorageDriver(StorageDriver):
                 data = path.read_bytes()
             except FileNotFoundError:
                 raise RuntimeError(
-                    f"external payload {digest} is missing under {self.root}; client and "
-                    "worker must share DEEPRESEARCH_DATA_DIR"
+                    f"{MISSING_PAYLOAD} {digest} is missing under {self.root} (deleted, or client and "
+                    "worker do not share DEEPRESEARCH_DATA_DIR)"
                 ) from None
+            refresh(path)
             payload = Payload()
             payload.ParseFromString(data)
             payloads.append(payload)

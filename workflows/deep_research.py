@@ -26,6 +26,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 from workflows import continuation, coordinator, investigation, planner, reporter
 from workflows.activity_calls import ActivityCalls, failure_reason
 from workflows.box import Box
+from workflows.failures import PARTIAL_REPORT, blob_missing
 from workflows.research_team import ResearchTeam, batches
 from workflows.review import PlanReview, Review, parse_review
 
@@ -93,6 +94,8 @@ class DeepResearch:
             return await self.research()
         except (asyncio.CancelledError, ActivityError) as err:
             if not is_cancelled_exception(err):
+                if blob_missing(err) and workflow.patched("partial-report-on-missing-blob"):
+                    await self.fail_with_report(err)
                 self.fail(err)
             # Cancelled (`deepresearch cancel`): report what was found so far.
             self.emit("notice", "the run was cancelled: writing a report from what was found so far")
@@ -110,6 +113,23 @@ class DeepResearch:
         self.set_phase("failed")
         self.emit("failed", self.error)
         raise ApplicationError(self.error, type="ResearchFailed", non_retryable=True) from err
+
+    async def fail_with_report(self, err: ActivityError) -> None:
+        """A stored file the run needs is gone (deleted by hand, or a worker
+        with another data dir): no retry brings it back, so the run writes a
+        report from what it found and fails with the reason; the report is
+        in the failure's details (`deepresearch result` shows it)."""
+        reason = failure_reason(err)
+        self.emit("notice", f"the run cannot go on ({reason}): writing a report from what was found so far")
+        self.set_phase("reporting")
+        try:
+            report = await reporter.write_report(self.box, partial=f"the run failed: {reason}")
+        except ActivityError:
+            self.fail(err)
+        self.error = reason
+        self.set_phase("failed")
+        self.emit("failed", reason)
+        raise ApplicationError(reason, {PARTIAL_REPORT: report}, type="ResearchFailed", non_retryable=True) from err
 
     async def research(self) -> ResearchResult:
         r, s, box = self.request, self.state, self.box

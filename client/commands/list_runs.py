@@ -79,12 +79,24 @@ async def full(conn: Connection, query: str, limit: int) -> list[quick.Listed]:
             workflow_type=run.workflow_type,
             status=run.status.name.lower() if run.status else "?",
             start_time=run.start_time,
-            memo=await run.memo(),
+            memo=await memo(run),
             search_attributes={key.name: value for key, value in run.typed_search_attributes},
             task_attempts=attempts,
         )
 
     return list(await asyncio.gather(*(listed(run) for run in runs)))
+
+
+async def memo(run) -> dict:
+    """The run's memo, each value decoded on its own: one that does not
+    decode reads as ``quick.UNREADABLE`` (the quick way does the same)."""
+    values = {}
+    for key in run.raw_info.memo.fields:
+        try:
+            values[key] = await run.memo_value(key)
+        except Exception:  # not valid JSON, or an encoding this client cannot read
+            values[key] = quick.UNREADABLE
+    return values
 
 
 def ordered(runs: list[quick.Listed]) -> list[quick.Listed]:

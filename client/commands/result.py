@@ -6,11 +6,13 @@ import argparse
 from typing import TYPE_CHECKING
 
 from client.display import make_console, print_report
+from client.errors import CliError, failure_message
 from client.ids import may_be_side_output
 from client.options import BINARY_FORMATS, connection, output_format, report_path
 from client.side_outputs import RESULT_TYPES, SIDE_TYPES
 from client.talk import exit_code, write_file
 from infra.temporal import connect
+from workflows.failures import partial_report
 from workflows.models import ResearchResult
 
 if TYPE_CHECKING:
@@ -23,7 +25,15 @@ async def main(args: argparse.Namespace) -> int:
     if (kind := await side_kind(client, args.workflow_id)) is not None:
         return await side_result(conn, client, kind, args.workflow_id, args.output, args.format)
     handle = client.get_workflow_handle(args.workflow_id, result_type=ResearchResult)
-    result: ResearchResult = await handle.result()
+    from temporalio.client import WorkflowFailureError
+
+    try:
+        result: ResearchResult = await handle.result()
+    except WorkflowFailureError as err:
+        if (report := partial_report(err)) is None:
+            raise
+        show_partial(report, args.output)
+        raise CliError(f"the run failed: {failure_message(err)}") from None
     from client.report_files import render  # markdown-it: only when a report is rendered
 
     fmt = output_format(args)
@@ -36,6 +46,13 @@ async def main(args: argparse.Namespace) -> int:
     else:
         print(text, end="" if text.endswith("\n") else "\n")
     return exit_code(result)
+
+
+def show_partial(report: str, output: Path | None) -> None:
+    if output:
+        print(f"partial report saved to {write_file(output, report)}")
+    else:
+        print_report(make_console(), report)
 
 
 async def side_kind(client, workflow_id: str) -> str | None:
