@@ -203,3 +203,28 @@ async def test_a_chinese_question_ends(env, worker, temporal_client, site):
     result = await run_to_end(env, temporal_client, "chinese", "潮汐能发电的原理是什么？", "--auto-accept")
     assert result["status"] not in {"answered_directly", "rejected"}, result
     researched(site[1], ("潮汐", "发电"))
+
+
+async def test_an_eval_task_is_scored_from_its_report(env, worker, temporal_client, tmp_path):
+    """One task of the built-in suite on the real model: `eval` runs it (its
+    own worker, the offline web), exits 0 and scores what the report says."""
+    started = time.monotonic()
+    out = tmp_path / "eval.json"
+    done = await asyncio.to_thread(
+        cli, env, "eval", "--only", "greyhorn-light", "--max-agent-turns", "4", "--json", str(out), timeout=RUN_BOUND
+    )  # fmt: skip
+    no_traceback(done)
+    assert done.returncode == 0, done.stderr[-2000:]
+    task = json.loads(out.read_text())["tasks"][0]
+    result = await temporal_client.get_workflow_handle(task["run_id"]).result()
+    report = (result["final_report"] if isinstance(result, dict) else result.final_report).lower()
+    assert task["facts"] == {"f1": "1871" in report, "f2": "caspar lund" in report}
+    assert task["fact_recall"] == sum(task["facts"].values()) / 2
+    await check_history(temporal_client, task["run_id"])
+    record(
+        "eval:greyhorn-light",
+        task["run_id"],
+        {"status": task["status"], "seconds": round(time.monotonic() - started, 1),
+         "usage": {"llm_calls": task["model_calls"], "prompt_tokens": task["tokens"], "completion_tokens": 0}},
+        0,
+    )  # fmt: skip
