@@ -221,6 +221,8 @@ class RunStatus(Model):
     usage: Usage = Field(default_factory=Usage)
     budget_exhausted: bool = False
     error: str | None = None
+    outcome: RunOutcome | None = None  # once the run has ended: how (the result's status)
+    note: str | None = None  # e.g. the question researched as one step for want of a plan
 
 
 class ProgressEvent(Model):
