@@ -161,6 +161,7 @@ def build_parser() -> Parser:
     gc.add_argument("--dry-run", action="store_true", help="say what would be deleted, delete nothing")
 
     command("worker", "worker:main", "run a worker until Ctrl-C")
+    command("doctor", "doctor:main", "check the configuration: one row per check, naming what to set")
 
     server = command("server", "server:main", "run the embedded Temporal dev server with its UI until Ctrl-C")
     # Defaults (None) come from the same variables as `run`'s embedded server.
