@@ -36,6 +36,7 @@ WELL_KNOWN = (
     ("LM Studio", "http://127.0.0.1:1234/v1"),
     ("vLLM", "http://127.0.0.1:8000/v1"),
 )
+OLLAMA_DEFAULT_NUM_CTX = 4096  # Ollama's window when neither the model file nor the server sets one
 CONNECT_TIMEOUT = 0.3
 READ_TIMEOUT = 2.0
 
@@ -132,7 +133,9 @@ async def _ollama_show(client: httpx.AsyncClient, root: str, model: str) -> int 
     if isinstance(info, dict):
         for key, value in info.items():
             if key.endswith(".context_length") and isinstance(value, int) and value > 0:
-                return value
+                # What the model was trained for; Ollama runs it with its own
+                # default num_ctx unless told, and cuts longer prompts silently.
+                return min(value, OLLAMA_DEFAULT_NUM_CTX)
     return None
 
 

@@ -20,6 +20,8 @@ class LocalModelServer(ScriptedLLM):
         super().__init__(handler, api_key="")
         self.kind, self.model, self.n_ctx = kind, model, n_ctx
         self.probes: list[str] = []  # the paths asked besides chat completions
+        # Ollama: the model file's num_ctx (n_ctx), or none and only the trained length
+        self.num_ctx_set, self.trained_ctx = True, 131072
 
     def _authorised(self, headers) -> bool:
         return True  # a local server takes any key, or none
@@ -41,7 +43,7 @@ class LocalModelServer(ScriptedLLM):
             asked = json.loads(raw or b"{}").get("model")
             if asked != self.model:
                 return json_response(404, {"error": f"model '{asked}' not found"})
-            return json_response(
-                200, {"parameters": "stop <|im_end|>", "model_info": {"llama.context_length": self.n_ctx}}
-            )
+            parameters = "stop <|im_end|>" + (f"\nnum_ctx {self.n_ctx}" if self.num_ctx_set else "")
+            info = {"llama.context_length": self.trained_ctx}
+            return json_response(200, {"parameters": parameters, "model_info": info})
         return json_response(404, {"error": f"no route {route}"})

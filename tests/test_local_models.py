@@ -53,6 +53,13 @@ async def test_a_local_server_is_found_with_its_model_and_window(kind, name, win
     settings.check()  # a local server needs no key
 
 
+async def test_ollama_without_num_ctx_is_taken_at_its_default_window_not_the_trained_length():
+    with LocalModelServer("ollama", model="llama3.2:1b") as server:
+        server.num_ctx_set = False
+        settings, _ = await local_settings(local_env(f"http://127.0.0.1:{server.port}"))
+    assert settings.context_window_for("researcher") == 4096  # not 131072: Ollama would cut the prompt
+
+
 async def test_a_server_that_tells_no_window_keeps_the_default():
     with LocalModelServer("lmstudio", model="qwen2.5-7b-instruct") as server:
         settings, line = await local_settings(local_env(f"http://127.0.0.1:{server.port}"))
