@@ -116,10 +116,28 @@ async def test_a_failing_coder_still_closes_its_sandbox_session(temporal_client,
     script.coder = coder
     handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
     await handle.result()
-    history = json.loads((await handle.fetch_history()).to_json())
-    scheduled = [
+    scheduled = scheduled_activities(json.loads((await handle.fetch_history()).to_json()))
+    assert "run_python" in scheduled and "close_sandbox" in scheduled
+
+
+async def test_a_cancelled_coder_closes_its_sandbox_session(temporal_client, task_queue, worker, llm, script):
+    script.coder = lambda request: Reply(tool_calls=[("run_python", {"code": "import time\ntime.sleep(120)"})])
+    script.steps = [("Compute the sum of squares", "processing")]
+    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
+    async with asyncio.timeout(60):
+        while not any(
+            a.activity_type.name == "run_python" for a in (await handle.describe()).raw_description.pending_activities
+        ):
+            await asyncio.sleep(0.2)
+    await handle.cancel()
+    result = await handle.result()
+    assert result.status == "cancelled"
+    assert "close_sandbox" in scheduled_activities(json.loads((await handle.fetch_history()).to_json()))
+
+
+def scheduled_activities(history: dict) -> list[str]:
+    return [
         e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
         for e in history["events"]
         if "activityTaskScheduledEventAttributes" in e
     ]
-    assert "run_python" in scheduled and "close_sandbox" in scheduled
