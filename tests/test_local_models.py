@@ -124,3 +124,19 @@ async def test_run_without_a_key_uses_the_local_server_and_says_which(worker_env
     assert f"no OPENAI_API_KEY: using the llama.cpp server at {url}/v1 (model smollm2-135m" in out.stdout
     assert models == {"smollm2-135m"}
     assert "Scripted Report" in out.stdout
+
+
+def test_run_without_a_key_or_a_local_server_says_what_to_do_in_one_line(worker_env):
+    env = {k: v for k, v in worker_env.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    env |= local_env(dead_url())
+    out = subprocess.run(
+        [str(BIN / "deepresearch"), "run", "Tell me about Lantern Rock", "--worker"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 1
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith("error: OPENAI_API_KEY is not set and no local model server answers (127.0.0.1:")
+    assert "docs/local-models.md" in line and "`deepresearch doctor` checks the whole setup" in line

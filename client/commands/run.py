@@ -8,6 +8,7 @@ import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from urllib.parse import urlsplit
 
 from client import terminal_log
 from client.devserver import DevServer, free_port, port_open
@@ -84,7 +85,9 @@ async def main(args: argparse.Namespace) -> int:
             settings.check()
             await check_model_endpoint(settings)  # a wrong OPENAI_BASE_URL fails now, not after retries
         except ConfigError as err:
-            raise ConfigError(f"{err} (`{cli_name()} doctor` checks the whole setup)") from None
+            keyless = not settings.openai_api_key and not settings.openai_base_url
+            line = no_model_line() if keyless else str(err)
+            raise ConfigError(f"{line} (`{cli_name()} doctor` checks the whole setup)") from None
     console = make_console()
     if local_line:
         console.print(local_line, markup=False)
@@ -140,6 +143,18 @@ async def main(args: argparse.Namespace) -> int:
             markup=False,
         )
     return exit_code(result)
+
+
+def no_model_line() -> str:
+    import os
+
+    from infra.local_models import candidates
+
+    probed = ", ".join(urlsplit(url).netloc for _, url in candidates(os.environ))
+    return (
+        f"OPENAI_API_KEY is not set and no local model server answers ({probed}): export your key, "
+        "start a local model server (docs/local-models.md), or set OPENAI_BASE_URL"
+    )
 
 
 async def has_pollers(client, conn: Connection) -> bool:
