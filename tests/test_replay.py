@@ -37,6 +37,9 @@ def test_there_are_histories_to_replay():
         "podcast",
         "slides",
         "prose",
+        "prose_handed_off",
+        "question_as_plan",
+        "failing_coder_closed",
     } <= {p.stem for p in HISTORIES}
 
 

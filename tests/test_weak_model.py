@@ -14,7 +14,7 @@ from pathlib import Path
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from testkit.llm_server import Reply, last_user
-from testkit.runs import start
+from testkit.runs import keep_history, start
 from workflows.models import PHASE_ATTRIBUTE, ProgressEvent, RunStatus
 
 QUESTION = "How does the Lantern Rock lighthouse compare with tidal barrages?"
@@ -43,6 +43,7 @@ async def test_a_research_question_answered_in_prose_is_researched(temporal_clie
     script.coordinator = lambda request: "Tidal barrages are better, see https://video.example/watch?v=made-up"
     handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
     result = await handle.result()
+    await keep_history(handle, "prose_handed_off")
     assert result.status == "completed"
     assert llm.calls("planner") and llm.calls("researcher") and llm.calls("reporter")
     assert "video.example" not in result.final_report
@@ -60,6 +61,7 @@ async def test_a_planner_without_a_usable_plan_researches_the_question(
     script.planner = lambda request: '{"title": "Plan", "steps": []}'  # no steps, twice
     handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
     result = await handle.result()
+    await keep_history(handle, "question_as_plan")
     assert result.status == "completed"
     assert [(s.title, s.step_type) for s in result.plan.steps] == [(QUESTION, "research")]
     assert result.plan.steps[0].execution_res and llm.calls("researcher")
@@ -116,6 +118,7 @@ async def test_a_failing_coder_still_closes_its_sandbox_session(temporal_client,
     script.coder = coder
     handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
     await handle.result()
+    await keep_history(handle, "failing_coder_closed")
     scheduled = scheduled_activities(json.loads((await handle.fetch_history()).to_json()))
     assert "run_python" in scheduled and "close_sandbox" in scheduled
 
