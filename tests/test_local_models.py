@@ -140,3 +140,23 @@ def test_run_without_a_key_or_a_local_server_says_what_to_do_in_one_line(worker_
     (line,) = out.stderr.strip().splitlines()
     assert line.startswith("error: OPENAI_API_KEY is not set and no local model server answers (127.0.0.1:")
     assert "docs/local-models.md" in line and "`deepresearch doctor` checks the whole setup" in line
+
+
+async def test_worker_without_a_key_says_which_local_server_it_uses(worker_env):
+    with LocalModelServer("ollama", model="qwen2.5:0.5b", n_ctx=16384) as server:
+        url = f"http://127.0.0.1:{server.port}"
+        env = {k: v for k, v in worker_env.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+        env |= local_env(url)
+        proc = subprocess.Popen(
+            [str(BIN / "deepresearch"), "worker"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            lines = [await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 60) for _ in range(2)]
+        finally:
+            proc.terminate()
+            await asyncio.to_thread(proc.communicate, timeout=30)
+    assert lines[0].startswith("worker for task queue")
+    assert lines[1].strip() == (
+        f"no OPENAI_API_KEY: using the Ollama server at {url}/v1 "
+        "(model qwen2.5:0.5b, context window 16384 from the server (/api/show))"
+    )
