@@ -145,8 +145,8 @@ def test_run_without_a_key_or_a_local_server_says_what_to_do_in_one_line(worker_
 async def test_worker_without_a_key_says_which_local_server_it_uses(worker_env):
     with LocalModelServer("ollama", model="qwen2.5:0.5b", n_ctx=16384) as server:
         url = f"http://127.0.0.1:{server.port}"
-        env = {k: v for k, v in worker_env.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-        env |= local_env(url)
+        unset = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DEEPRESEARCH_MODEL")
+        env = {k: v for k, v in worker_env.items() if k not in unset} | local_env(url)
         proc = subprocess.Popen(
             [str(BIN / "deepresearch"), "worker"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
