@@ -101,9 +101,8 @@ async def endpoint_row(settings: Settings, base: str) -> tuple[Row, set[str] | N
         return Row("model endpoint", "FAIL", detail, needed=True), None
     where = f"{base} (OPENAI_BASE_URL)" if settings.openai_base_url else f"{base} (OpenAI)"
     try:
-        async with httpx.AsyncClient(
-            timeout=httpx.Timeout(10.0, connect=3.0)
-        ) as client:  # proxies as the model client has them
+        # Through the same proxies as the model client (httpx reads them from the environment).
+        async with httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=3.0)) as client:
             response = await client.get(base.rstrip("/") + "/models", headers=_headers(settings))
     except httpx.HTTPError as err:
         reason = type(err).__name__
@@ -159,7 +158,7 @@ def model_rows(settings: Settings, listed: set[str] | None, alive: bool) -> list
 
 
 async def _chat(settings: Settings, base: str, body: dict) -> dict:
-    async with httpx.AsyncClient(timeout=CHAT_TIMEOUT) as client:  # proxies as the model client has them
+    async with httpx.AsyncClient(timeout=CHAT_TIMEOUT) as client:
         response = await client.post(base.rstrip("/") + "/chat/completions", json=body, headers=_headers(settings))
     if response.status_code != 200:
         raise ValueError(f"HTTP {response.status_code}: {response.text[:120]}")
