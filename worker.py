@@ -35,6 +35,7 @@ from activities.speech import SpeechActivities
 from infra.blobs import blob_store
 from infra.connection import Connection
 from infra.errors import ConfigError, ConnectionFailed
+from infra.local_models import local_settings
 from infra.payload_storage import payload_storage_location as payload_storage
 from infra.process import exit_now, protect_secrets, stop_on_signals
 from infra.s3 import S3Config, s3_client
@@ -177,7 +178,9 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         conn = Connection.from_env()
-        settings = Settings.from_env()
+        settings, local_line = asyncio.run(local_settings())
+        if local_line:
+            print(local_line, flush=True)
         print(
             f"worker on {conn.address} (namespace {conn.namespace}), task queue {conn.task_queue}; "
             f"large payloads: {payload_storage(conn.data_dir)}; "

@@ -198,6 +198,7 @@ def build_parser() -> Parser:
     add_eval_command(command("eval", "eval:main", "run an evaluation suite on an offline corpus and score the reports"))
 
     command("worker", "worker:main", "run a worker until Ctrl-C")
+    command("doctor", "doctor:main", "check the configuration: one row per check, naming what to set")
 
     server = command("server", "server:main", "run the embedded Temporal dev server with its UI until Ctrl-C")
     # Defaults (None) come from the same variables as `run`'s embedded server.

@@ -56,6 +56,8 @@ def render_status(status: RunStatus, workflow_id: str | None = None, elapsed: fl
     if workflow_id:
         head.append(f"{workflow_id}  ", style="dim")
     head.append(status.phase, style="bold magenta")
+    if status.outcome not in (None, "completed", status.phase):
+        head.append(f" ({status.outcome})", style="bold magenta")
     if elapsed is not None:
         head.append(f"  {int(elapsed) // 60}:{int(elapsed) % 60:02d}", style="dim")
     if status.title:
@@ -74,6 +76,8 @@ def render_status(status: RunStatus, workflow_id: str | None = None, elapsed: fl
     parts.append(facts)
     if status.pending_question:
         parts.append(Text(f"question: {status.pending_question}", style="yellow"))
+    if status.note:
+        parts.append(Text(f"note: {status.note}", style="yellow"))
     if status.error:
         parts.append(Text(f"error: {status.error}", style="red"))
     parts.append(Text(f"usage: {usage_text(status.usage)}", style="dim"))

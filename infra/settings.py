@@ -137,6 +137,7 @@ class Settings:
     tts_voices: tuple[str, str] = DEFAULT_TTS_VOICES
     tts_base_url: str | None = None  # default: OPENAI_BASE_URL
     sandbox_url: str | None = None  # the sandbox service, for DEEPRESEARCH_SANDBOX=remote
+    context_window_source: str = ""  # where the default role's window came from (`doctor` shows it)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -181,6 +182,7 @@ class Settings:
             tts_voices=_voices(env.get("DEEPRESEARCH_TTS_VOICES")),
             tts_base_url=(env.get("DEEPRESEARCH_TTS_BASE_URL") or "").strip() or env.get("OPENAI_BASE_URL") or None,
             sandbox_url=(env.get("DEEPRESEARCH_SANDBOX_URL") or "").strip() or None,
+            context_window_source=window_source(default_window, models["researcher"]),
         )
 
     def check(self) -> None:
@@ -257,6 +259,15 @@ def parse_domains(value: str | None) -> tuple[str, ...]:
 def _is_http_url(value: str | None) -> bool:
     parts = urlsplit(value or "")
     return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+def window_source(given: int | None, model: str) -> str:
+    if given:
+        return "DEEPRESEARCH_CONTEXT_WINDOW"
+    name = model.lower().rsplit("/", 1)[-1]
+    if any(name.startswith(prefix) for prefix, _ in _CONTEXT_WINDOWS):
+        return f"the model name {model!r} (built-in table)"
+    return "the default for unknown models (set DEEPRESEARCH_CONTEXT_WINDOW)"
 
 
 def context_window_for(model: str) -> int:

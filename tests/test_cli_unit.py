@@ -28,7 +28,20 @@ from infra.errors import ConnectionFailed
 from workflows.models import Citation, ResearchInput, ResearchResult, RunStatus, StepStatus
 
 DEEPRESEARCH = Path(sys.executable).parent / "deepresearch"
-COMMANDS = ("run", "start", "review", "answer", "status", "watch", "result", "list", "cancel", "worker", "server")
+COMMANDS = (
+    "run",
+    "start",
+    "review",
+    "answer",
+    "status",
+    "watch",
+    "result",
+    "list",
+    "cancel",
+    "worker",
+    "server",
+    "doctor",
+)
 
 
 def parse(*argv: str):

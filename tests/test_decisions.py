@@ -1,8 +1,11 @@
 """The flow's decisions (pure functions beside each box), tested without Temporal."""
 
+import json
+from pathlib import Path
+
 import pytest
 
-from workflows import coordinator, languages, models, planner, reporter, research_team, review
+from workflows import coordinator, languages, models, planner, reporter, research_team, review, topics
 from workflows.models import Citation, ModelReply, Plan, Step, ToolCall
 
 
@@ -32,10 +35,80 @@ def test_review_rejects_anything_else_with_a_reason(text):
 
 def test_coordinator_handoff_uses_topic_and_locale():
     d = coordinator.coordination(
-        reply(calls=[("handoff_to_planner", '{"research_topic": "AI chips", "locale": "zh-CN"}')]),
-        "question",
+        reply(calls=[("handoff_to_planner", '{"research_topic": "AI 芯片市场", "locale": "zh-CN"}')]),
+        "AI 芯片的现状",
     )
-    assert (d.kind, d.topic, d.locale) == ("handoff", "AI chips", "zh-CN")
+    assert (d.kind, d.topic, d.locale) == ("handoff", "AI 芯片市场", "zh-CN")
+
+
+@pytest.mark.parametrize(
+    "topic",
+    [
+        "The user's locale, e.g. en-US or zh-CN.",
+        "The research topic, restated in the user's language.",
+        "The research question, restated clearly in the user's language.",
+        "2019-08-30 2025",
+        "en-US",
+        "",
+    ],
+)
+def test_a_handoff_topic_not_about_the_question_falls_back_to_the_question(topic):
+    question = "How does tidal stream power compare with tidal barrages?"
+    arguments = json.dumps({"research_topic": topic, "locale": "en-US"})
+    d = coordinator.coordination(reply(calls=[("handoff_to_planner", arguments)]), question)
+    assert (d.kind, d.topic) == ("handoff", question)
+
+
+def test_every_schema_description_is_not_a_topic():
+    tools = json.loads((Path(__file__).parent.parent / "prompts" / "tools.json").read_text())
+    for tool in tools:
+        for spec in tool["parameters"]["properties"].values():
+            assert not topics.about_question(spec["description"], "Research the user's language and locale")
+
+
+def test_a_topic_sharing_content_words_with_the_question_is_kept():
+    d = coordinator.coordination(
+        reply(calls=[("handoff_to_planner", '{"research_topic": "Tidal barrages versus tidal stream turbines"}')]),
+        "How does tidal stream power compare with tidal barrages?",
+    )
+    assert d.topic == "Tidal barrages versus tidal stream turbines"
+
+
+@pytest.mark.parametrize(
+    ("model", "question", "expected"),
+    [
+        ("zh-CN", "What is tidal power?", "en-US"),
+        ("en-US", "潮汐能发展现状如何？", "zh-CN"),
+        ("de-DE", "Was ist Gezeitenkraft?", "de-DE"),
+        ("zh-TW", "潮汐能是什麼", "zh-TW"),
+        ("ja-JP", "What is tidal power?", "en-US"),
+        ("hi-IN", "ज्वारीय ऊर्जा क्या है", "hi-IN"),
+    ],
+)
+def test_the_locale_follows_the_questions_script(model, question, expected):
+    arguments = json.dumps({"research_topic": question, "locale": model})
+    d = coordinator.coordination(reply(calls=[("handoff_to_planner", arguments)]), question)
+    assert d.locale == expected
+
+
+def test_a_research_question_answered_in_prose_is_handed_off():
+    question = "How does tidal stream power compare with tidal barrages?"
+    d = coordinator.coordination(reply("Tidal barrages are cheaper, see https://video.example/x"), question)
+    assert (d.kind, d.topic) == ("handoff", question)
+
+
+@pytest.mark.parametrize("question", ["hello", "Hi there!", "thanks a lot", "who are you?", "你好", "Hola"])
+def test_small_talk_is_still_answered_in_prose(question):
+    d = coordinator.coordination(reply("Hello! How can I help?"), question)
+    assert (d.kind, d.text) == ("answer", "Hello! How can I help?")
+
+
+@pytest.mark.parametrize(
+    "arguments", ['{"reply": ""}', '{"reply": "The polite refusal shown to the user, in the user\'s language."}']
+)
+def test_a_decline_without_a_refusal_is_not_a_refusal(arguments):
+    d = coordinator.coordination(reply(calls=[("decline_request", arguments)]), "What is tidal power?")
+    assert (d.kind, d.topic) == ("handoff", "What is tidal power?")
 
 
 def test_coordinator_handoff_with_broken_arguments_falls_back_to_question():
@@ -144,3 +217,18 @@ def test_input_problem_names_the_field(raw, field):
 
 def test_valid_input_has_no_problem():
     assert models.input_problem({"question": "q", "locale": "zh_CN"}) is None
+
+
+def test_the_planner_always_sees_the_users_own_question():
+    from workflows.state import RunState
+
+    state = RunState(topic="Tidal barrages versus stream turbines", locale="en-US")
+    planner.begin(state, "How does tidal stream power compare with tidal barrages?")
+    assert "How does tidal stream power compare with tidal barrages?" in state.planner_pending[0].content
+
+
+def test_the_question_is_a_plan_of_one_research_step():
+    plan = planner.question_plan("How does tidal stream power\ncompare with barrages?", "en-US")
+    assert [(s.step_type, s.need_search) for s in plan.steps] == [("research", True)]
+    assert plan.title == "How does tidal stream power compare with barrages?"
+    assert plan.steps[0].description == "How does tidal stream power\ncompare with barrages?"

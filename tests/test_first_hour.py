@@ -54,7 +54,8 @@ def test_2_an_unreachable_model_url_fails_at_start_in_one_line(worker_env):
     assert out.returncode == 1 and time.monotonic() - started < 30
     assert out.stderr.strip().splitlines() == [
         "error: the model endpoint OPENAI_BASE_URL=http://127.0.0.1:9/v1 cannot be reached (nothing listens there): "
-        "start the server, or set OPENAI_BASE_URL to a running OpenAI-compatible endpoint"
+        "start the server, or set OPENAI_BASE_URL to a running OpenAI-compatible endpoint "
+        "(`deepresearch doctor` checks the whole setup)"
     ]
 
 

@@ -97,3 +97,27 @@ def test_24_review_timeouts_out_of_range_are_rejected(hours):
 
 def test_24_a_long_but_sane_review_timeout_is_accepted():
     assert ResearchInput(question="q", review_timeout_hours=24 * 365).review_timeout_hours == 24 * 365
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"title": "Tides", "steps": ["Find tidal barrage costs", "Compare with tidal stream"]}',
+        '["Find tidal barrage costs", "Compare with tidal stream"]',
+        '{"title": "Tides", "steps": "Find tidal barrage costs"}',
+    ],
+)
+def test_weak_model_steps_written_as_strings_become_research_steps(text):
+    reading = read_plan(text, 3, "en-US", topic="Tides")
+    assert reading.problem is None and reading.plan.steps
+    assert reading.plan.steps[0].description == "Find tidal barrage costs"
+    assert reading.plan.steps[0].step_type == "research" and reading.plan.steps[0].title
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [("search", "research"), ("Calculation", "processing"), ("analyse", "analysis"), ("web", "research")],
+)
+def test_a_step_type_outside_the_three_is_read_as_the_one_meant(given, meant):
+    text = json.dumps({"title": "T", "steps": [{"title": "a", "description": "d", "step_type": given}]})
+    assert read_plan(text, 3, "en-US").plan.steps[0].step_type == meant

@@ -43,6 +43,9 @@ def test_there_are_histories_to_replay():
         "follow_up_thread",
         "continued_from_run",
         "eval_suite_resumed",
+        "prose_handed_off",
+        "question_as_plan",
+        "failing_coder_closed",
     } <= {p.stem for p in HISTORIES}
 
 

@@ -108,7 +108,9 @@ async def run_agent(
         reply = await calls.chat(final, f"{where} · final answer" if where else "")
         return reply.content or "(no findings)"
     finally:
-        if cells.any() and not paused:  # a paused step keeps its sandbox session
+        # A paused step keeps its sandbox session; an ended (or cancelled)
+        # one closes it, also when no cell ran without error.
+        if not paused and (cells.any() or (cells.tried and workflow.patched("close-sandbox-always"))):
             await calls.close_sandbox(session)
 
 
@@ -144,6 +146,7 @@ class Cells:
 
     code: list[str]
     refs: list[str]
+    tried: bool = False  # a cell ran in this run, with or without error
 
     def add(self, code: str, ref: str | None) -> None:
         if ref and not self.code:
@@ -242,6 +245,7 @@ async def _run_tools(
         code = CodeRequest(
             session=session, code=action.argument, previous=list(cells.code), previous_refs=list(cells.refs)
         )
+        cells.tried = True
         result = await calls.run_python(code, where)
         if not result.error:
             cells.add(action.argument, result.cell)

@@ -2,7 +2,13 @@
 requests, or hands the research topic to the planner; in clarification mode
 it may first ask the user questions.
 
-``coordination`` is the decision, a pure function of the model's reply.
+``coordination`` is the decision, a pure function of the model's reply and
+the user's question. A weak model must not lose the question
+(``workflows/topics.py``): a hand-off topic that is not about the question
+(a schema description, a date) is replaced by the question, a locale in
+another script than the question's by the question's, and a reply in prose
+answers only small talk: prose on anything else hands the question off, so
+that research happens. Only ``decline_request`` with a refusal declines.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
     from workflows.languages import locale_tag
     from workflows.model_output import read_arguments
     from workflows.models import Message, ModelReply, ModelRequest
+    from workflows.topics import SCHEMA_TEXTS, about_question, locale_for, normal, small_talk
 
 HANDOFF_TOOLS = ("handoff_to_planner", "handoff_after_clarification")
 
@@ -59,10 +66,14 @@ async def coordinate(box: Box, ask_user: Callable[[str], Awaitable[str]]) -> Coo
             "coordinator",
         )
         decision = coordination(reply, r.question, may_ask=may_ask)
+        before = coordination(reply, r.question, may_ask=may_ask, strict=False)
+        if decision != before and not workflow.patched("coordinator-keeps-question"):
+            decision = before  # a run recorded before the question was kept
         if decision.kind != "ask":
-            if clarify and asked and decision.kind == "answer":
+            fell_back = decision.kind == "handoff" and decision.topic == r.question
+            if clarify and asked and (decision.kind == "answer" or fell_back):
                 # Out of questions: research what the user has told us.
-                return Coordination("handoff", topic="\n".join(transcript))
+                return Coordination("handoff", topic="\n".join(transcript), locale=decision.locale)
             return decision
         asked += 1
         answer = await ask_user(decision.text)
@@ -70,14 +81,27 @@ async def coordinate(box: Box, ask_user: Callable[[str], Awaitable[str]]) -> Coo
         history, messages = reply.history, [Message(role="user", content=answer)]
 
 
-def coordination(reply: ModelReply, question: str, may_ask: bool = False) -> Coordination:
+def coordination(reply: ModelReply, question: str, may_ask: bool = False, strict: bool = True) -> Coordination:
     """What the coordinator decided. With no tool call the reply is an answer
-    (or, in clarification mode, a question for the user)."""
+    to small talk (or, in clarification mode, a question for the user); prose
+    on anything else hands the question off. ``strict=False``: the decision
+    as made before the question was kept (for recorded runs)."""
     for call in reply.tool_calls:
         args, _ = read_arguments(call.arguments)  # the activity repaired what it could
         if call.name in HANDOFF_TOOLS:
-            topic = str(args.get("research_topic") or "").strip() or question
-            return Coordination("handoff", topic=topic, locale=locale_tag(args.get("locale")))
+            topic = str(args.get("research_topic") or "").strip()
+            locale = locale_tag(args.get("locale"))
+            if not strict:
+                return Coordination("handoff", topic=topic or question, locale=locale)
+            kept = topic if about_question(topic, question) else question
+            return Coordination("handoff", topic=kept, locale=locale_for(locale, question))
         if call.name == "decline_request":
-            return Coordination("decline", text=str(args.get("reply") or reply.content).strip())
-    return Coordination("ask" if may_ask else "answer", text=reply.content.strip())
+            refusal = str(args.get("reply") or reply.content).strip()
+            if strict and (not refusal or normal(refusal) in SCHEMA_TEXTS):
+                return Coordination("handoff", topic=question, locale=None)  # not a refusal
+            return Coordination("decline", text=refusal)
+    if may_ask:
+        return Coordination("ask", text=reply.content.strip())
+    if strict and not small_talk(question):
+        return Coordination("handoff", topic=question)  # a research question answered in prose
+    return Coordination("answer", text=reply.content.strip())

@@ -79,6 +79,8 @@ class DeepResearch:
         self.question: str | None = None  # clarification question awaiting an answer
         self.answer: str | None = None
         self.error: str | None = None
+        self.outcome: RunOutcome | None = None  # how the run ended
+        self.note: str | None = None
         self.steps_cut: list[str] = []  # steps of the current plan beyond max_step_num
         # Upsert phase and title only if the starter set them (i.e. the
         # server has them registered): an unregistered key fails the task.
@@ -169,11 +171,15 @@ class DeepResearch:
                 await self.continue_as_new()
             self.set_phase("planning")
             planned = await planner.next_plan(box)
-            if planned.plan is None:
-                if s.plan_iterations == 0:
-                    return self.finish("plan_failed", planned.failure)
-                break
             plan = planned.plan
+            if plan is None:
+                if s.plan_iterations > 0:
+                    break
+                if not planned.said_something or not workflow.patched("plan-from-question"):
+                    return self.finish("plan_failed", planned.failure)
+                plan = planner.question_plan(r.question, s.locale)
+                self.note = planner.FALLBACK_NOTE.format(why=planned.problem[:200])
+                self.emit("notice", self.note)
             self.set_plan(plan, list(planned.steps_cut))
             if plan.has_enough_context:
                 break
@@ -248,6 +254,7 @@ class DeepResearch:
     # --- results, status and messages -------------------------------------------
 
     def finish(self, status: RunOutcome, text: str) -> ResearchResult:
+        self.outcome = status
         self.set_phase("completed")
         self.emit("finished", status)
         s = self.state
@@ -273,8 +280,15 @@ class DeepResearch:
         self.phase = phase
         workflow.set_current_details(f"Phase: {phase}")
         if self.has_attributes:
-            workflow.upsert_search_attributes([PHASE_ATTRIBUTE.value_set(phase)])
+            workflow.upsert_search_attributes([PHASE_ATTRIBUTE.value_set(self.phase_shown(phase))])
         self.emit("phase", phase)
+
+    def phase_shown(self, phase: Phase) -> str:
+        """The ``ResearchPhase`` attribute: the phase, or how an ended run
+        ended when that was not a report (``list`` shows it)."""
+        if phase != "completed" or self.outcome in (None, "completed"):
+            return phase
+        return self.outcome if workflow.patched("phase-shows-outcome") else phase
 
     def set_plan(self, plan: Plan, steps_cut: list[str]) -> None:
         self.state.plan, self.steps_cut = plan, steps_cut
@@ -319,6 +333,8 @@ class DeepResearch:
             usage=self.state.usage,
             budget_exhausted=self.state.budget_exhausted,
             error=self.error,
+            outcome=self.outcome,
+            note=self.note,
         )
 
     @workflow.signal(name="review")

@@ -196,7 +196,7 @@ def read_plan(text: str, max_step_num: int, locale: str, topic: str = "") -> Pla
     if problem:
         return PlanReading(None, problem)
     if isinstance(data, list):
-        if data and all(isinstance(item, dict) and "steps" not in item for item in data):
+        if data and all(isinstance(item, (dict, str)) and "steps" not in item for item in data):
             data = {"steps": data}  # a bare list of steps
         elif data and isinstance(data[0], dict):
             data = data[0]
@@ -206,9 +206,11 @@ def read_plan(text: str, max_step_num: int, locale: str, topic: str = "") -> Pla
     if not str(data.get("title") or "").strip():
         data["title"] = topic.strip().splitlines()[0][:200] if topic.strip() else "Research plan"
     steps = data.get("steps")
-    if isinstance(steps, dict):
+    if isinstance(steps, (dict, str)):
         steps = data["steps"] = [steps]
     if isinstance(steps, list):
+        # A weak model writes steps as plain strings: each is a research step.
+        steps = data["steps"] = [{"description": s} if isinstance(s, str) else s for s in steps if s != ""]
         for n, step in enumerate(steps):
             if isinstance(step, dict):
                 _complete_step(step, n, data["title"])

@@ -90,7 +90,18 @@ class Step(Model):
             return "research"
         if isinstance(value, str):
             value = value.strip().lower()
+            if value not in ("research", "processing", "analysis"):  # "search", "calculation", "Analyse"…
+                value = _step_type_like(value)
         return value
+
+
+def _step_type_like(word: str) -> str:
+    """The step type a weak model meant by another word (plain substring tests)."""
+    if any(part in word for part in ("process", "calc", "comput", "code", "python", "math", "statist")):
+        return "processing"
+    if any(part in word for part in ("analy", "reason", "synthe", "compar", "think")):
+        return "analysis"
+    return "research"
 
 
 class Plan(Model):
@@ -225,6 +236,8 @@ class RunStatus(Model):
     usage: Usage = Field(default_factory=Usage)
     budget_exhausted: bool = False
     error: str | None = None
+    outcome: RunOutcome | None = None  # once the run has ended: how (the result's status)
+    note: str | None = None  # e.g. the question researched as one step for want of a plan
 
 
 class ProgressEvent(Model):

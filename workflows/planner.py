@@ -6,6 +6,12 @@ The model activity reads the reply as a plan (``workflows.model_output.
 read_plan``: repaired, validated, cut to the step limit); a reply that is
 still not a plan is asked for once more with the reason. ``parse_plan`` reads
 replies recorded before the activity did this, as the workflow did then.
+
+A planner that said something but no usable plan even when asked again does
+not end the run on its first plan: the question itself is a usable plan of
+one research step (``question_plan``), and the run says so. Only a planner
+that replied nothing at all, twice, ends the run as ``plan_failed`` (the
+model is not answering; researching without it would fail the same way).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
     import json_repair
 
     from workflows.model_output import MAX_NESTING, MAX_REPAIR_CHARS, nesting_depth, strip_think
-    from workflows.models import Message, ModelRequest, Plan
+    from workflows.models import Message, ModelRequest, Plan, Step
     from workflows.prior import planner_context
     from workflows.state import RunState
 
@@ -35,6 +41,8 @@ class Planned:
     plan: Plan | None  # None: no valid plan after asking twice
     failure: str = ""  # why, for the result
     steps_cut: tuple[str, ...] = ()  # titles of steps beyond the limit
+    said_something: bool = False  # a reply with text, though no usable plan
+    problem: str = ""  # what was wrong with the last reply
 
 
 def begin(state: RunState, question: str) -> None:
@@ -45,6 +53,8 @@ def begin(state: RunState, question: str) -> None:
     if state.clarifications:
         asked = "\n".join(f"- Q: {c.question}\n  A: {c.answer}" for c in state.clarifications)
         parts.append(f"# The user's original question\n{question}\n\n# Clarifications from the user\n{asked}")
+    elif question.strip() != state.topic.strip():
+        parts.append(f"# The user's original question\n{question}")
     if state.prior:
         parts.append(planner_context(state.prior))
     if state.background:
@@ -74,7 +84,7 @@ def replan(state: RunState, findings: str, max_steps: int) -> None:
 
 async def next_plan(box: Box) -> Planned:
     r, state = box.request, box.state
-    failure = ""
+    failure, said, problem = "", False, None
     for _ in range(2):
         reply = await box.calls.chat(
             ModelRequest(
@@ -92,6 +102,7 @@ async def next_plan(box: Box) -> Planned:
             f"planner · plan {state.plan_version + 1}",
         )
         state.planner_history, state.planner_pending = reply.history, []
+        said = said or bool(reply.content.strip())
         if reply.plan is not None:
             return Planned(reply.plan, steps_cut=tuple(reply.steps_cut))
         problem = reply.problem
@@ -104,7 +115,23 @@ async def next_plan(box: Box) -> Planned:
         state.planner_pending = [
             Message(role="user", content=f"That reply was not a valid plan: {problem}. Reply with the JSON plan only.")
         ]
-    return Planned(None, failure)
+    return Planned(None, failure, said_something=said, problem=problem or "")
+
+
+FALLBACK_NOTE = "the planner gave no usable plan ({why}): researching the question itself as one step"
+
+
+def question_plan(question: str, locale: str) -> Plan:
+    """The question as a plan of one research step."""
+    first = " ".join(question.split())
+    title = first if len(first) <= 120 else first[:119] + "…"
+    return Plan(
+        locale=locale,
+        has_enough_context=False,
+        thought="The planner gave no usable plan, so the question itself is researched as one step.",
+        title=title,
+        steps=[Step(need_search=True, title=title, description=question, step_type="research")],
+    )
 
 
 def parse_plan(text: str, max_step_num: int, locale: str) -> Plan:

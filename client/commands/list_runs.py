@@ -36,7 +36,7 @@ async def main(args: argparse.Namespace) -> int:
     for run in ordered(runs):
         state = run.status
         phase = run.search_attributes.get(PHASE_ATTRIBUTE.name)
-        if phase and run.status == "running":
+        if phase and (run.status == "running" or (run.status == "completed" and phase != "completed")):
             state += f" ({phase})"
         if run.task_attempts >= 2:
             state = f"STUCK: task failed {run.task_attempts}x"

@@ -8,6 +8,7 @@ import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from urllib.parse import urlsplit
 
 from client import terminal_log
 from client.devserver import DevServer, free_port, port_open
@@ -19,7 +20,8 @@ from client.runs import check_continue_from, new_workflow_id, start_research
 from client.talk import exit_code, write_file
 from client.wording import usage_text
 from infra.connection import Connection
-from infra.errors import cli_name
+from infra.errors import ConfigError, cli_name
+from infra.local_models import local_settings
 from infra.process import cancel_on_sigterm
 from infra.settings import Settings, check_model_endpoint, private_dir
 from infra.temporal import connect
@@ -77,11 +79,18 @@ async def main(args: argparse.Namespace) -> int:
     host, port = split_address(conn.address)
     start_server = not conn.address_given and not port_open(host, port)
     with_worker = start_server if args.worker is None else args.worker
-    settings = Settings.from_env() if with_worker else None
+    settings, local_line = await local_settings() if with_worker else (None, None)
     if settings is not None:
-        settings.check()
-        await check_model_endpoint(settings)  # a wrong OPENAI_BASE_URL fails now, not after retries
+        try:
+            settings.check()
+            await check_model_endpoint(settings)  # a wrong OPENAI_BASE_URL fails now, not after retries
+        except ConfigError as err:
+            keyless = not settings.openai_api_key and not settings.openai_base_url
+            line = no_model_line() if keyless else str(err)
+            raise ConfigError(f"{line} (`{cli_name()} doctor` checks the whole setup)") from None
     console = make_console()
+    if local_line:
+        console.print(local_line, markup=False)
     private_dir(conn.data_dir)
     log_file = terminal_log.setup(conn.data_dir)
     server = None
@@ -135,6 +144,18 @@ async def main(args: argparse.Namespace) -> int:
             markup=False,
         )
     return exit_code(result)
+
+
+def no_model_line() -> str:
+    import os
+
+    from infra.local_models import candidates
+
+    probed = ", ".join(urlsplit(url).netloc for _, url in candidates(os.environ))
+    return (
+        f"OPENAI_API_KEY is not set and no local model server answers ({probed}): export your key, "
+        "start a local model server (docs/local-models.md), or set OPENAI_BASE_URL"
+    )
 
 
 async def has_pollers(client, conn: Connection) -> bool:

@@ -6,8 +6,8 @@ import argparse
 import asyncio
 
 from client.options import connection
+from infra.local_models import local_settings
 from infra.process import stop_on_signals
-from infra.settings import Settings
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -16,7 +16,10 @@ async def main(args: argparse.Namespace) -> int:
     conn = connection(args)
     stop = asyncio.Event()
     print(f"worker for task queue {conn.task_queue!r} on {conn.address}; Ctrl-C to stop", flush=True)
+    settings, local_line = await local_settings()
+    if local_line:
+        print(local_line, flush=True)
     with stop_on_signals(stop):
-        await run_worker(conn, Settings.from_env(), stop=stop)
+        await run_worker(conn, settings, stop=stop)
     print("worker stopped")
     return 0

@@ -1,0 +1,246 @@
+"""`deepresearch doctor`: checks the configuration, one row per check, each
+failure naming what to set; exits non-zero when a check a run needs fails.
+
+Checks: Temporal, the model endpoint, each role's model, tool calling (one
+tiny tool-call request), JSON output, the context window and where it came
+from, the speech endpoint, the search engine and the sandbox's isolation.
+A local model server is found as `run` finds it (infra/local_models.py).
+Every probe has a short timeout, so a dead endpoint fails in seconds."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import httpx
+
+from client.devserver import port_open
+from client.options import DEV_SERVER_PORT, connection
+from infra.errors import ConfigError, cli_name
+from infra.local_models import candidates, local_settings
+from infra.settings import ROLES, Settings
+
+OPENAI = "https://api.openai.com/v1"
+CHAT_TIMEOUT = httpx.Timeout(60.0, connect=3.0)  # a slow local model answers a tiny request within this
+
+
+@dataclass
+class Row:
+    check: str
+    status: str  # "ok", "FAIL", "warn", "skip"
+    detail: str
+    needed: bool = False  # a run cannot work while it fails
+
+    def line(self) -> str:
+        return f"{self.status:<5} {self.check:<24} {self.detail}"
+
+
+async def main(args: argparse.Namespace) -> int:
+    rows: list[Row] = []
+    conn = connection(args)
+    rows.append(await temporal_row(conn))
+    settings, local_line = await local_settings()
+    if local_line:
+        print(local_line, flush=True)
+    try:
+        settings.check()
+        problem = None
+    except ConfigError as err:
+        problem = str(err)
+    base = settings.openai_base_url or OPENAI
+    endpoint, listed = await endpoint_row(settings, base)
+    rows.append(endpoint)
+    alive = endpoint.status == "ok"
+    rows += model_rows(settings, listed, alive)
+    rows.append(await tool_row(settings, base) if alive else Row("tool calling", "skip", "no model endpoint"))
+    rows.append(await json_row(settings, base) if alive else Row("JSON output", "skip", "no model endpoint"))
+    window = settings.context_window_for("researcher")
+    rows.append(Row("context window", "ok", f"{window:,} tokens, from {settings.context_window_source}"))
+    rows.append(speech_row(settings))
+    rows.append(search_row(settings, problem))
+    rows.append(await sandbox_row(settings))
+    for row in rows:
+        print(row.line(), flush=True)
+    failed = [row.check for row in rows if row.needed and row.status == "FAIL"]
+    if failed:
+        print(f"{len(failed)} needed check(s) failed: {', '.join(failed)}", flush=True)
+        return 1
+    print("all needed checks passed", flush=True)
+    return 0
+
+
+async def temporal_row(conn) -> Row:
+    host, _, port = conn.address.rpartition(":")
+    host, number = host or "localhost", int(port or DEV_SERVER_PORT)
+    if await asyncio.to_thread(port_open, host, number, 2.0):
+        return Row("Temporal", "ok", f"{conn.address} answers", needed=conn.address_given)
+    if not conn.address_given:
+        return Row("Temporal", "ok", f"nothing at {conn.address}: `{cli_name()} run` starts an embedded server")
+    return Row(
+        "Temporal",
+        "FAIL",
+        f"nothing answers at {conn.address}: start it (`{cli_name()} server`) or set TEMPORAL_ADDRESS",
+        needed=True,
+    )
+
+
+def _headers(settings: Settings) -> dict[str, str]:
+    return {"Authorization": f"Bearer {settings.openai_api_key or 'not-needed'}"}
+
+
+async def endpoint_row(settings: Settings, base: str) -> tuple[Row, set[str] | None]:
+    """The endpoint's row, and the models it lists (None: it lists none)."""
+    if not settings.openai_api_key and not settings.openai_base_url:
+        probed = ", ".join(urlsplit(url).netloc for _, url in candidates(os.environ))
+        detail = f"OPENAI_API_KEY is not set and no local model server answers ({probed}): "
+        detail += "export your key, start a local server, or set OPENAI_BASE_URL (docs/local-models.md)"
+        return Row("model endpoint", "FAIL", detail, needed=True), None
+    where = f"{base} (OPENAI_BASE_URL)" if settings.openai_base_url else f"{base} (OpenAI)"
+    try:
+        # Through the same proxies as the model client (httpx reads them from the environment).
+        async with httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=3.0)) as client:
+            response = await client.get(base.rstrip("/") + "/models", headers=_headers(settings))
+    except httpx.HTTPError as err:
+        reason = type(err).__name__
+        return (
+            Row(
+                "model endpoint",
+                "FAIL",
+                f"{where} cannot be reached ({reason}): start the server, or set OPENAI_BASE_URL to a running "
+                "OpenAI-compatible endpoint",
+                needed=True,
+            ),
+            None,
+        )
+    if response.status_code in (401, 403):
+        fix = "check OPENAI_API_KEY" if settings.openai_api_key else "set OPENAI_API_KEY"
+        return Row(
+            "model endpoint", "FAIL", f"{where} refuses the key (HTTP {response.status_code}): {fix}", True
+        ), None
+    listed = None
+    if response.status_code == 200:
+        try:
+            listed = {e["id"] for e in response.json().get("data", []) if isinstance(e, dict) and "id" in e}
+        except (ValueError, AttributeError, TypeError):
+            listed = None
+    return Row("model endpoint", "ok", f"{where} answers", needed=True), listed
+
+
+def model_rows(settings: Settings, listed: set[str] | None, alive: bool) -> list[Row]:
+    by_model: dict[str, list[str]] = {}
+    for role in ROLES:
+        by_model.setdefault(settings.model_for(role), []).append(role)
+    rows = []
+    for model, roles in by_model.items():
+        who = ", ".join(roles) if len(roles) < len(ROLES) else "every role"
+        name = f"model {model}"[:40]
+        if not alive:
+            rows.append(Row(name, "skip", f"{who}: no model endpoint"))
+        elif listed is None or model in listed:
+            said = "listed by the endpoint" if listed is not None else "the endpoint lists no models"
+            rows.append(Row(name, "ok", f"{who}: {said}", needed=True))
+        else:
+            variables = " or ".join(f"DEEPRESEARCH_MODEL_{r.upper()}" for r in roles[:2])
+            offered = ", ".join(sorted(listed)[:5]) or "none"
+            rows.append(
+                Row(
+                    name,
+                    "FAIL",
+                    f"{who}: not served (it offers: {offered}); set {variables} or DEEPRESEARCH_MODEL",
+                    True,
+                )
+            )
+    return rows
+
+
+async def _chat(settings: Settings, base: str, body: dict) -> dict:
+    async with httpx.AsyncClient(timeout=CHAT_TIMEOUT) as client:
+        response = await client.post(base.rstrip("/") + "/chat/completions", json=body, headers=_headers(settings))
+    if response.status_code != 200:
+        raise ValueError(f"HTTP {response.status_code}: {response.text[:120]}")
+    return response.json()["choices"][0]["message"]
+
+
+PING = {
+    "type": "function",
+    "function": {
+        "name": "ping",
+        "description": "Answer the user's ping.",
+        "parameters": {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]},
+    },
+}
+
+
+async def tool_row(settings: Settings, base: str) -> Row:
+    model = settings.model_for("researcher")
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Call the ping tool with the word 'hello'."}],
+        "tools": [PING],
+        "max_tokens": 64,
+    }
+    fix = "set DEEPRESEARCH_TOOL_CALLING=json if this model has no tool calling"
+    try:
+        message = await _chat(settings, base, body)
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as err:
+        if settings.tool_calling == "json":
+            return Row("tool calling", "ok", "DEEPRESEARCH_TOOL_CALLING=json: tools are described in the prompt")
+        return Row("tool calling", "warn", f"{model}: the request failed ({str(err)[:100]}); {fix}")
+    if message.get("tool_calls"):
+        return Row("tool calling", "ok", f"{model} called the tool")
+    if settings.tool_calling == "json":
+        return Row("tool calling", "ok", "DEEPRESEARCH_TOOL_CALLING=json: tools are described in the prompt")
+    return Row("tool calling", "warn", f"{model} answered without calling the tool; {fix}")
+
+
+async def json_row(settings: Settings, base: str) -> Row:
+    model = settings.model_for("planner")
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": 'Reply with this JSON object only: {"ok": true}'}],
+        "response_format": {"type": "json_object"},
+        "max_tokens": 32,
+    }
+    try:
+        message = await _chat(settings, base, body)
+        value = json.loads(message.get("content") or "")
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as err:
+        return Row("JSON output", "warn", f"{model}: no JSON object ({str(err)[:80]}); plans are repaired or re-asked")
+    if isinstance(value, dict):
+        return Row("JSON output", "ok", f"{model} replied with a JSON object")
+    return Row("JSON output", "warn", f"{model}: not a JSON object; plans are repaired or re-asked")
+
+
+def speech_row(settings: Settings) -> Row:
+    where = settings.tts_base_url or OPENAI
+    if not settings.tts_base_url and not settings.openai_api_key:
+        return Row("speech endpoint", "warn", "none: podcasts need DEEPRESEARCH_TTS_BASE_URL or OPENAI_API_KEY")
+    parts = urlsplit(where)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    if settings.tts_base_url and not port_open(parts.hostname or "", port, 2.0):
+        return Row("speech endpoint", "warn", f"{where} cannot be reached: set DEEPRESEARCH_TTS_BASE_URL (podcasts)")
+    return Row("speech endpoint", "ok", f"{where}, model {settings.tts_model} (podcasts only)")
+
+
+def search_row(settings: Settings, problem: str | None) -> Row:
+    if problem and ("SEARCH" in problem or any(k in problem for k in ("TAVILY", "SEARXNG", "BRAVE"))):
+        return Row("search engine", "FAIL", problem, needed=True)
+    note = {"duckduckgo": "keyless (set TAVILY_API_KEY for Tavily)", "tavily": "Tavily, with its key"}
+    return Row("search engine", "ok", note.get(settings.search_engine, settings.search_engine), needed=True)
+
+
+async def sandbox_row(settings: Settings) -> Row:
+    fix = "DEEPRESEARCH_SANDBOX=e2b (E2B_API_KEY), remote (DEEPRESEARCH_SANDBOX_URL) or local-unisolated"
+    if settings.sandbox != "local":
+        return Row("sandbox", "ok", f"DEEPRESEARCH_SANDBOX={settings.sandbox}")
+    from worker import make_sandbox  # the worker's own choice of backend
+
+    isolation = await make_sandbox(settings).isolation()
+    if isolation.refusal:
+        return Row("sandbox", "warn", f"code steps cannot run here (not isolated): set {fix}")
+    parts = [p for p, on in (("network", isolation.network), ("pid", isolation.pid)) if on]
+    return Row("sandbox", "ok", f"local, isolated ({', '.join(parts)}, user: {isolation.user})")

@@ -1,0 +1,114 @@
+"""`deepresearch doctor` (issue 23): one row per check, what to set for each
+failure, non-zero exit when a needed check fails; on a dead endpoint a few
+lines naming it. Real CLI process, real dev server, scripted model servers
+over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from testkit.llm_server import Reply
+from testkit.local_model_server import LocalModelServer
+
+BIN = Path(sys.executable).parent
+CHECKS = (
+    "Temporal",
+    "model endpoint",
+    "model ",
+    "tool calling",
+    "JSON output",
+    "context window",
+    "speech endpoint",
+    "search engine",
+    "sandbox",
+)
+
+
+def doctor(env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "deepresearch"), "doctor"], env=env, capture_output=True, text=True, timeout=120)
+
+
+def rows(out: str) -> dict[str, str]:
+    """check name -> status, from the printed rows."""
+    found = {}
+    for line in out.splitlines():
+        status, _, rest = line.partition(" ")
+        if status in ("ok", "FAIL", "warn", "skip"):
+            found[rest.strip()[:24].strip()] = status
+    return found
+
+
+def cooperative(request: dict):
+    """A model that calls a tool when given one and writes JSON when asked."""
+    if request.get("tools"):
+        return Reply(tool_calls=[("ping", {"word": "hello"})])
+    if request.get("response_format"):
+        return json.dumps({"ok": True})
+    return "hello"
+
+
+async def test_doctor_passes_on_a_working_local_server(worker_env):
+    with LocalModelServer("llama.cpp", model="smollm2-135m", n_ctx=8192, handler=cooperative) as server:
+        env = {k: v for k, v in worker_env.items() if k not in ("OPENAI_API_KEY", "DEEPRESEARCH_MODEL")}
+        env["OPENAI_BASE_URL"] = f"http://127.0.0.1:{server.port}/v1"
+        done = await asyncio.to_thread(doctor, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    for check in CHECKS:
+        assert any(line.split(maxsplit=1)[1].startswith(check) for line in out.splitlines() if " " in line), check
+    status = rows(out)
+    assert status["Temporal"] == status["model endpoint"] == "ok"
+    assert status["model smollm2-135m"] == "ok"
+    assert status["tool calling"] == status["JSON output"] == "ok"
+    assert "8,192 tokens, from the server (/props n_ctx)" in out
+    assert "Traceback" not in out + done.stderr
+
+
+async def test_doctor_names_a_model_the_server_does_not_serve(worker_env):
+    with LocalModelServer("ollama", model="llama3.2:1b", handler=cooperative) as server:
+        env = {k: v for k, v in worker_env.items() if k != "OPENAI_API_KEY"}
+        env |= {"OPENAI_BASE_URL": f"http://127.0.0.1:{server.port}/v1", "DEEPRESEARCH_MODEL": "gpt-4.1-mini"}
+        done = await asyncio.to_thread(doctor, env)
+    assert done.returncode == 1
+    line = next(line for line in done.stdout.splitlines() if line.startswith("FAIL"))
+    assert "gpt-4.1-mini" in line and "llama3.2:1b" in line and "DEEPRESEARCH_MODEL" in line
+
+
+async def test_doctor_warns_when_the_model_ignores_tools(worker_env, llm):
+    llm.handler = lambda request: "I would rather talk."
+    done = await asyncio.to_thread(doctor, worker_env)
+    assert done.returncode == 0  # the prose paths cope; it is not a needed check
+    line = next(line for line in done.stdout.splitlines() if "tool calling" in line)
+    assert line.startswith("warn") and "DEEPRESEARCH_TOOL_CALLING=json" in line
+
+
+async def test_doctor_fails_in_a_few_lines_naming_a_dead_endpoint(worker_env):
+    dead = "http://127.0.0.1:9/v1"
+    done = await asyncio.to_thread(doctor, worker_env | {"OPENAI_BASE_URL": dead})
+    assert done.returncode == 1
+    lines = (done.stdout + done.stderr).splitlines()
+    assert len(lines) <= 40
+    failed = [line for line in lines if line.startswith("FAIL")]
+    assert len(failed) == 1 and dead in failed[0] and "OPENAI_BASE_URL" in failed[0]
+    assert lines[-1] == "1 needed check(s) failed: model endpoint"
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+async def test_doctor_without_a_key_or_local_server_says_what_to_set(worker_env):
+    env = {k: v for k, v in worker_env.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    env["DEEPRESEARCH_LOCAL_MODEL_URLS"] = "http://127.0.0.1:9"
+    done = await asyncio.to_thread(doctor, env)
+    assert done.returncode == 1
+    failed = next(line for line in done.stdout.splitlines() if line.startswith("FAIL"))
+    assert "OPENAI_API_KEY is not set and no local model server answers (127.0.0.1:9)" in failed
+
+
+async def test_doctor_fails_when_the_named_temporal_server_is_down(worker_env):
+    done = await asyncio.to_thread(doctor, worker_env | {"TEMPORAL_ADDRESS": "127.0.0.1:9"})
+    assert done.returncode == 1
+    failed = next(line for line in done.stdout.splitlines() if line.startswith("FAIL"))
+    assert "127.0.0.1:9" in failed and "TEMPORAL_ADDRESS" in failed
