@@ -135,8 +135,10 @@ def output_format(args: argparse.Namespace) -> str:
 
 def report_path(args: argparse.Namespace, reports: Path, workflow_id: str) -> tuple[Path, str]:
     """Where `run` saves the report, and in which format."""
+    from client.ids import file_stem
+
     fmt = output_format(args)
-    return args.output or reports / f"{workflow_id}{EXTENSIONS[fmt]}", fmt
+    return args.output or reports / f"{file_stem(workflow_id)}{EXTENSIONS[fmt]}", fmt
 
 
 def research_input(args: argparse.Namespace) -> ResearchInput:

@@ -1,0 +1,46 @@
+"""What a newcomer trips over (issue 20), tested without a Temporal server:
+file names made from run ids, one clear line for text that is not UTF-8."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from client.cli import build_parser
+from client.ids import file_stem
+from client.options import report_path
+from client.side_outputs import default_path
+from infra.connection import Connection
+
+HOSTILE_IDS = ["/tmp/x/index", "../../etc/cron.d/x", "..", ".", ".hidden", "a\\b", "a\nb", "x" * 1000, "a:b", ""]
+
+
+@pytest.mark.parametrize("workflow_id", [*HOSTILE_IDS, "研究-电池", "research-1"])
+def test_files_named_after_a_run_stay_inside_the_reports_folder(workflow_id, tmp_path):
+    reports = tmp_path / "data" / "reports"
+    args = build_parser().parse_args(["attach", "some-id", "--format", "html"])
+    path, _ = report_path(args, reports, workflow_id)
+    side = default_path(Connection(data_dir=tmp_path / "data"), workflow_id, ".mp3")
+    for made in (path, side):
+        assert made.parent == reports, made
+        assert made.resolve().parent == reports.resolve(), made
+        assert not made.name.startswith(".") and "\n" not in made.name
+        assert len(made.name.encode()) <= 255
+
+
+def test_plain_ids_keep_their_name_and_others_keep_their_script():
+    assert file_stem("research-1a2b") == "research-1a2b"
+    assert file_stem("研究-电池") == "研究-电池"
+    assert file_stem("研究/电池").startswith("研究_电池-")
+
+
+def test_ids_that_differ_get_different_files():
+    ids = ["a/b", "a_b", "a\\b", "a:b", "..", "__", "x" * 200, "x" * 201]
+    assert len({file_stem(i) for i in ids}) == len(ids)
+
+
+def test_a_run_saves_its_report_under_a_safe_name(tmp_path):
+    args = build_parser().parse_args(["run", "q"])
+    path, _ = report_path(args, Path("reports"), "/tmp/x/index")
+    assert path.parent == Path("reports") and path.name.startswith("_tmp_x_index-") and path.suffix == ".md"
