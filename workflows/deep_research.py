@@ -220,7 +220,10 @@ class DeepResearch:
     # --- results, status and messages -------------------------------------------
 
     def finish(self, status: RunOutcome, text: str) -> ResearchResult:
-        self.set_phase("completed")
+        # A cancelled run's phase (and search attribute) says so; histories
+        # recorded before said "completed".
+        cancelled = status == "cancelled" and workflow.patched("cancelled-phase")
+        self.set_phase("cancelled" if cancelled else "completed")
         self.emit("finished", status)
         s = self.state
         return ResearchResult(
