@@ -11,14 +11,14 @@ from collections.abc import Callable
 from rich.console import Console, RenderableType
 from rich.text import Text
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
-from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from client.display import ProgressView, event_line, render_plan
 from client.errors import CliError, rejection_reason
+from client.follow import progress_events
 from client.options import ACCEPT, EDIT, feedback_from_reply
 from client.talk import POLL_SECONDS, next_action, poll_status, waiting_for_worker
 from infra.connection import Connection
-from workflows.models import PROGRESS_TOPIC, ProgressEvent, ResearchResult, RunStatus
+from workflows.models import ResearchResult, RunStatus
 
 
 class LineReader:
@@ -141,10 +141,9 @@ def what_next(argument: str) -> str:
 
 async def show_tool_calls(client: Client, workflow_id: str, view: ProgressView) -> None:
     """Print each tool call from the run's progress stream as it happens."""
-    stream = WorkflowStreamClient.create(client, workflow_id)
-    async for item in stream.subscribe(PROGRESS_TOPIC, result_type=ProgressEvent):
-        if item.data.kind == "tool_call":
-            view.note(event_line(item.data), style="dim")
+    async for _, event in progress_events(client, workflow_id):  # by query: nothing added to the run's history
+        if event.kind == "tool_call":
+            view.note(event_line(event), style="dim")
 
 
 async def follow_run(

@@ -35,12 +35,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
-from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
 from client.desk.guard import TOKEN_COOKIE, Guard
 from client.errors import failure_message, rejection_reason
 from client.export import render, report_html, sources_html
+from client.follow import progress_events
 from client.ids import side_id
 from client.runs import WORKFLOW_TYPE, new_workflow_id, start_research
 from client.side_outputs import RESULT_TYPES, SIDE_TYPES, finished_report, start_once
@@ -51,9 +51,7 @@ from infra.connection import Connection
 from infra.temporal import connect
 from workflows.models import (
     PHASE_ATTRIBUTE,
-    PROGRESS_TOPIC,
     TITLE_ATTRIBUTE,
-    ProgressEvent,
     ResearchInput,
     ResearchResult,
     RunStatus,
@@ -251,15 +249,12 @@ class Desk:
 
         async def stream():
             yield "retry: 1000\n\n"
-            subscription = WorkflowStreamClient.create(client, run_id).subscribe(
-                PROGRESS_TOPIC, from_offset=max(offset, 0), result_type=ProgressEvent
-            )
-            try:
-                async for item in subscription:
+            try:  # read by query (client/follow.py): following adds nothing to the run's history
+                async for at, event in progress_events(client, run_id, max(offset, 0)):
                     if await request.is_disconnected():
                         break
-                    data = json.dumps(item.data.model_dump(mode="json"))
-                    yield f"id: {item.offset}\nevent: progress\ndata: {data}\n\n"
+                    data = json.dumps(event.model_dump(mode="json"))
+                    yield f"id: {at}\nevent: progress\ndata: {data}\n\n"
             except Exception as err:  # the run is gone, or Temporal is: say so and end
                 yield f"event: problem\ndata: {json.dumps(str(err).splitlines()[0][:300])}\n\n"
             yield "event: end\ndata: {}\n\n"
