@@ -72,6 +72,12 @@ def render_status(status: RunStatus, workflow_id: str | None = None, elapsed: fl
         version = f" (plan version {status.plan_version})" if status.plan_version else ""
         facts.append(f"   plan review pending{version}", style="bold yellow")
     parts.append(facts)
+    for number, asked_and_answered in enumerate(status.clarifications, 1):  # the questions asked and answered
+        asked = Text(f"clarification {number}: ", style="dim")
+        asked.append(asked_and_answered.question)
+        asked.append("\n  answer: ", style="dim")
+        asked.append(asked_and_answered.answer)
+        parts.append(asked)
     if status.pending_question:
         parts.append(Text(f"question: {status.pending_question}", style="yellow"))
     if status.error:

@@ -3,6 +3,7 @@ file names made from run ids, one clear line for text that is not UTF-8."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,20 @@ def test_a_run_saves_its_report_under_a_safe_name(tmp_path):
     args = build_parser().parse_args(["run", "q"])
     path, _ = report_path(args, Path("reports"), "/tmp/x/index")
     assert path.parent == Path("reports") and path.name.startswith("_tmp_x_index-") and path.suffix == ".md"
+
+
+def test_human_readable_status_shows_the_clarifications():
+    from rich.console import Console
+
+    from client.display import render_status
+    from workflows.models import Clarification, RunStatus
+
+    status = RunStatus(
+        phase="planning",
+        question="batteries",
+        clarifications=[Clarification(question="Which chemistry?", answer="sodium-ion, please")],
+    )
+    console = Console(width=200, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(render_status(status, "research-1"))
+    shown = console.export_text()
+    assert "Which chemistry?" in shown and "sodium-ion, please" in shown

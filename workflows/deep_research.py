@@ -316,6 +316,9 @@ class DeepResearch:
     def submit_review_validator(self, feedback: Any, plan_version: Any = None) -> None:
         if not isinstance(feedback, str):
             raise ApplicationError("review feedback must be a string starting with [ACCEPTED] or [EDIT_PLAN]")
+        if isinstance(plan_version, int) and plan_version > self.state.plan_version:
+            latest = f"the latest is version {self.state.plan_version}" if self.state.plan_version else "no plan yet"
+            raise ApplicationError(f"there is no plan version {plan_version} ({latest})")
         if plan_version is not None and plan_version != self.state.plan_version:
             raise ApplicationError(
                 f"the plan has changed since you saw it (you reviewed version {plan_version}, "
