@@ -45,6 +45,7 @@ from client.ids import side_id
 from client.runs import WORKFLOW_TYPE, new_workflow_id, start_research
 from client.side_outputs import RESULT_TYPES, SIDE_TYPES, finished_report, start_once
 from client.talk import QUERY_TIMEOUT
+from client.updates import execute_update
 from client.wording import usage_text
 from infra.blobs import blob_store
 from infra.connection import Connection
@@ -285,9 +286,8 @@ class Desk:
                 raise Problem("the answer is empty")
             args = [answer]
         await self._describe(run_id)
-        handle = (await self.client()).get_workflow_handle(run_id)
-        try:
-            reply = await handle.execute_update(update, args=args, result_type=str)
+        try:  # bounded: with no worker on the run's task queue, one line says so (client/updates.py)
+            reply = await execute_update(await self.client(), run_id, update, args)
         except WorkflowUpdateFailedError as err:
             raise Problem(rejection_reason(err), 409) from None
         return {"message": reply}
