@@ -4,6 +4,8 @@ file names made from run ids, one clear line for text that is not UTF-8."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,8 @@ from client.ids import file_stem
 from client.options import report_path
 from client.side_outputs import default_path
 from infra.connection import Connection
+
+DEEPRESEARCH = Path(sys.executable).parent / "deepresearch"
 
 HOSTILE_IDS = ["/tmp/x/index", "../../etc/cron.d/x", "..", ".", ".hidden", "a\\b", "a\nb", "x" * 1000, "a:b", ""]
 
@@ -62,3 +66,19 @@ def test_human_readable_status_shows_the_clarifications():
     console.print(render_status(status, "research-1"))
     shown = console.export_text()
     assert "Which chemistry?" in shown and "sodium-ion, please" in shown
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [b"review", b"research-1", b"--edit", b"add \xff\xfe costs"],
+        [b"review", b"research-1", b"--feedback", b"[EDIT_PLAN] caf\xe9"],
+        [b"answer", b"research-1", b"caf\xe9 au lait"],
+    ],
+)
+def test_text_that_is_not_utf8_gets_one_line(argv, tmp_path):
+    env = os.environ | {"TEMPORAL_ADDRESS": "127.0.0.1:9", "DEEPRESEARCH_DATA_DIR": str(tmp_path)}
+    done = subprocess.run([str(DEEPRESEARCH).encode(), *argv], env=env, capture_output=True, timeout=60)
+    err = done.stderr.decode()
+    assert done.returncode != 0 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "is not UTF-8 text" in err, err
