@@ -82,3 +82,41 @@ def test_text_that_is_not_utf8_gets_one_line(argv, tmp_path):
     err = done.stderr.decode()
     assert done.returncode != 0 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert "is not UTF-8 text" in err, err
+
+
+def _logging_python(path: Path, log: Path, real: str) -> Path:
+    """A stand-in interpreter that notes each start in ``log`` and runs ``real``."""
+    path.write_text(f'#!/bin/sh\necho {path.name} >> "{log}"\nexec "{real}" "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+def test_dr_checks_the_python_version_once_per_interpreter(tmp_path):
+    """`./dr` starts no Python for its version check on every command (through
+    a pyenv shim that costs ~0.1 s): once, and again when .venv's interpreter
+    changes."""
+    root = Path(__file__).resolve().parent.parent
+    home, log = tmp_path / "project", tmp_path / "started.log"
+    (home / ".venv" / "bin").mkdir(parents=True)
+    (home / "dr").write_bytes((root / "dr").read_bytes())
+    (home / "dr").chmod(0o755)
+    (home / "pyproject.toml").write_text("")
+    (home / ".venv" / ".installed").touch()  # installed: only the version check may start Python
+    (home / ".venv" / "bin" / "deepresearch").write_text('#!/bin/sh\necho "ran $*"\n')
+    (home / ".venv" / "bin" / "deepresearch").chmod(0o755)
+    first = _logging_python(tmp_path / "python-a", log, sys.executable)
+    second = _logging_python(tmp_path / "python-b", log, sys.executable)
+    (home / ".venv" / "bin" / "python").symlink_to(first)
+    shim = _logging_python(tmp_path / "shim", log, sys.executable)
+    env = os.environ | {"PYTHON": str(shim)}
+
+    def dr() -> list[str]:
+        done = subprocess.run([str(home / "dr"), "status", "x"], env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stdout == "ran status x\n", done.stderr
+        return log.read_text().splitlines() if log.exists() else []
+
+    assert dr() == ["python-a"]  # checked once, with .venv's interpreter
+    assert len(dr()) == 1 and len(dr()) == 1  # not again
+    (home / ".venv" / "bin" / "python").unlink()
+    (home / ".venv" / "bin" / "python").symlink_to(second)  # a new interpreter behind .venv
+    assert dr() == ["python-a", "python-b"] and len(dr()) == 2  # checked again, once
