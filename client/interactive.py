@@ -168,6 +168,8 @@ async def follow_run(
                     view.note(waiting_for_worker(conn), style="yellow")
                     said_waiting = True
                 await asyncio.wait({result}, timeout=POLL_SECONDS)
+            if (status := await poll_status(handle)) is not None:
+                view.update(status)  # the last counters are the closing line's
         return result.result()
     finally:
         result.cancel()
