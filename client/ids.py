@@ -43,3 +43,14 @@ def file_stem(workflow_id: str) -> str:
     if stem == workflow_id:
         return stem
     return f"{stem}-{hashlib.sha256(workflow_id.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
+
+
+def attachment(workflow_id: str, extension: str) -> str:
+    """A Content-Disposition header for a download named after a run: an
+    ASCII name for old browsers, the id's own script in ``filename*``
+    (RFC 6266), nothing that could end the header or name a folder."""
+    from urllib.parse import quote
+
+    name = f"{file_stem(workflow_id)}.{extension}"
+    plain = "".join(ch if " " <= ch < "\x7f" and ch not in '"%' else "_" for ch in name)
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(name, safe='')}"

@@ -120,3 +120,17 @@ def test_dr_checks_the_python_version_once_per_interpreter(tmp_path):
     (home / ".venv" / "bin" / "python").unlink()
     (home / ".venv" / "bin" / "python").symlink_to(second)  # a new interpreter behind .venv
     assert dr() == ["python-a", "python-b"] and len(dr()) == 2  # checked again, once
+
+
+@pytest.mark.parametrize("workflow_id", [*HOSTILE_IDS, "研究-电池", 'say "hi"', "research-1"])
+def test_the_desk_names_a_download_after_any_run_id(workflow_id):
+    from starlette.responses import Response
+
+    from client.ids import attachment
+
+    header = attachment(workflow_id, "md")
+    response = Response("x", headers={"Content-Disposition": header})  # latin-1 only: raises otherwise
+    sent = dict(response.raw_headers)[b"content-disposition"].decode("latin-1")
+    plain = sent.split('filename="', 1)[1].split('"', 1)[0]
+    assert "/" not in plain and "\\" not in plain and not plain.startswith(".") and "\n" not in sent
+    assert attachment("research-1", "md") == "attachment; filename=\"research-1.md\"; filename*=UTF-8''research-1.md"

@@ -41,7 +41,7 @@ from client.desk.guard import TOKEN_COOKIE, Guard
 from client.errors import failure_message, rejection_reason
 from client.export import render, report_html, sources_html
 from client.follow import progress_events
-from client.ids import side_id
+from client.ids import attachment, side_id
 from client.runs import WORKFLOW_TYPE, new_workflow_id, start_research
 from client.side_outputs import RESULT_TYPES, SIDE_TYPES, finished_report, start_once
 from client.talk import QUERY_TIMEOUT
@@ -314,7 +314,7 @@ class Desk:
             return Response(
                 render(result, fmt),
                 media_type=MEDIA[fmt],
-                headers={"Content-Disposition": f'attachment; filename="{run_id}.{fmt}"'},
+                headers={"Content-Disposition": attachment(run_id, fmt)},
             )
 
         return await self._answer(fetch)
@@ -340,18 +340,18 @@ class Desk:
             ref, name, media = (
                 (
                     result.audio.blob,
-                    f"{run_id}.{result.audio.format}",
+                    attachment(run_id, result.audio.format),
                     f"audio/{'mpeg' if result.audio.format == 'mp3' else 'wav'}",
                 )
                 if kind == "podcast"
                 else (
                     result.deck.blob,
-                    f"{run_id}.pptx",
+                    attachment(run_id, "pptx"),
                     "application/vnd.openxmlformats-officedocument.presentationml.presentation",
                 )
             )
             data = await blob_store(self.conn.data_dir).get_bytes(ref)
-            return Response(data, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'})
+            return Response(data, media_type=media, headers={"Content-Disposition": name})
 
         return await self._answer(make if request.method == "POST" else fetch)
 
