@@ -17,6 +17,7 @@ from client.errors import CliError, rejection_reason
 from client.follow import progress_events
 from client.options import ACCEPT, EDIT, feedback_from_reply
 from client.talk import POLL_SECONDS, next_action, poll_status, waiting_for_worker
+from client.updates import execute_update
 from infra.connection import Connection
 from workflows.models import ResearchResult, RunStatus
 
@@ -49,7 +50,8 @@ class LineReader:
 class TerminalReview:
     """Asks at the terminal when the run waits for a plan review or an answer."""
 
-    def __init__(self, handle: WorkflowHandle, view: ProgressView) -> None:
+    def __init__(self, client: Client, handle: WorkflowHandle, view: ProgressView) -> None:
+        self.client = client
         self.handle = handle
         self.view = view
         self.console = view.console
@@ -100,11 +102,14 @@ class TerminalReview:
             while (line := await self.read_line(prompt, still_pending)) is not None:
                 if not (argument := to_argument(line)):
                     continue
-                try:
-                    reply = await self.handle.execute_update(update, args=[argument, *(extra or [])], result_type=str)
+                try:  # bounded: no worker on the run's task queue is one line (client/updates.py)
+                    reply = await execute_update(self.client, self.handle.id, update, [argument, *(extra or [])])
                 except WorkflowUpdateFailedError as err:
                     self.console.print(Text(f"rejected: {rejection_reason(err)}", style="red"))
                     continue
+                except CliError as err:
+                    self.console.print(Text(str(err), style="red"))
+                    return
                 self.console.print(Text(f"{reply}: {what_next(argument)}", style="green"))
                 self.answered = asked
                 return
@@ -154,7 +159,7 @@ async def follow_run(
     try:
         with ProgressView(console, handle.id) as view:
             tool_calls = asyncio.create_task(show_tool_calls(client, handle.id, view))
-            review = TerminalReview(handle, view)
+            review = TerminalReview(client, handle, view)
             said_waiting = False
             while not result.done():
                 if worker is not None and worker.done():
