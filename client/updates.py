@@ -32,8 +32,8 @@ POLLED_LATELY = timedelta(seconds=90)
 WHAT = {"submit_review": "review", "answer_clarification": "answer"}
 
 
-async def idle_task_queue(service: WorkflowService, namespace: str, workflow_id: str) -> str | None:
-    """The run's task queue when no worker has polled it lately, else None."""
+async def run_task_queue(service: WorkflowService, namespace: str, workflow_id: str) -> tuple[str, bool]:
+    """The run's task queue (from its description), and whether a worker has polled it lately."""
     from temporalio.api.common.v1 import WorkflowExecution
     from temporalio.api.enums.v1 import TaskQueueType
     from temporalio.api.taskqueue.v1 import TaskQueue
@@ -53,8 +53,7 @@ async def idle_task_queue(service: WorkflowService, namespace: str, workflow_id:
         retry=True,
     )
     now = datetime.now(UTC)
-    lately = [p for p in pollers.pollers if now - p.last_access_time.ToDatetime(tzinfo=UTC) < POLLED_LATELY]
-    return None if lately else queue
+    return queue, any(now - p.last_access_time.ToDatetime(tzinfo=UTC) < POLLED_LATELY for p in pollers.pollers)
 
 
 def no_worker_line(workflow_id: str, queue: str, update: str) -> str:
@@ -63,12 +62,6 @@ def no_worker_line(workflow_id: str, queue: str, update: str) -> str:
         f"no worker polls task queue {queue!r} (run {workflow_id}'s), so the {what} has not reached the run: "
         f"start one with `{cli_name()} worker --task-queue {queue}`, then check `{cli_name()} status {workflow_id}`"
     )
-
-
-async def refuse_if_idle(service: WorkflowService, namespace: str, workflow_id: str, update: str) -> None:
-    """CliError naming the run's task queue when no worker polls it."""
-    if queue := await idle_task_queue(service, namespace, workflow_id):
-        raise CliError(no_worker_line(workflow_id, queue, update))
 
 
 async def execute_update(
@@ -84,12 +77,14 @@ async def execute_update(
         first = max(FIRST_LOOK - waited, 0.0)
         if first and (await asyncio.wait({task}, timeout=first))[0]:
             return task.result()
-        await refuse_if_idle(client.workflow_service, client.namespace, workflow_id, update)
+        queue, polled = await run_task_queue(client.workflow_service, client.namespace, workflow_id)
+        if not polled:
+            raise CliError(no_worker_line(workflow_id, queue, update))
         if (await asyncio.wait({task}, timeout=max(WAIT - max(waited, FIRST_LOOK), 1.0)))[0]:
             return task.result()
         raise CliError(
-            f"run {workflow_id} did not take the {WHAT.get(update, update)} within {int(WAIT)} s although a worker "
-            f"polls its task queue (is the run stuck? see `{cli_name()} status {workflow_id}`)"
+            f"run {workflow_id} did not take the {WHAT.get(update, update)} within {int(WAIT)} s, though a worker polled "
+            f"its task queue {queue!r} lately (is the run stuck? see `{cli_name()} status {workflow_id}`)"
         )
     finally:
         task.cancel()
