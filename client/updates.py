@@ -59,8 +59,8 @@ async def run_task_queue(service: WorkflowService, namespace: str, workflow_id: 
 def no_worker_line(workflow_id: str, queue: str, update: str) -> str:
     what = WHAT.get(update, update)
     return (
-        f"no worker polls task queue {queue!r} (run {workflow_id}'s), so the {what} has not reached the run: "
-        f"start one with `{cli_name()} worker --task-queue {queue}`, then check `{cli_name()} status {workflow_id}`"
+        f"no worker polls task queue {queue!r} (run {workflow_id}'s): the {what} has not reached the run; "
+        f"start one with `{cli_name()} worker --task-queue {queue}`"
     )
 
 
