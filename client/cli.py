@@ -273,8 +273,14 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from client.options import text_problem
+
     args = build_parser().parse_args(argv)
-    code = dispatch(args)
+    if problem := text_problem(args):
+        print(f"error: {problem}", file=sys.stderr)
+        code = 2
+    else:
+        code = dispatch(args)
     from infra.process import exit_now
 
     exit_now(code)

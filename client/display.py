@@ -74,6 +74,12 @@ def render_status(status: RunStatus, workflow_id: str | None = None, elapsed: fl
         version = f" (plan version {status.plan_version})" if status.plan_version else ""
         facts.append(f"   plan review pending{version}", style="bold yellow")
     parts.append(facts)
+    for number, asked_and_answered in enumerate(status.clarifications, 1):  # the questions asked and answered
+        asked = Text(f"clarification {number}: ", style="dim")
+        asked.append(asked_and_answered.question)
+        asked.append("\n  answer: ", style="dim")
+        asked.append(asked_and_answered.answer)
+        parts.append(asked)
     if status.pending_question:
         parts.append(Text(f"question: {status.pending_question}", style="yellow"))
     if status.note:
@@ -143,13 +149,19 @@ class ProgressView:
         self.workflow_id = workflow_id
         self.last: RunStatus | None = None
         self.started = time.monotonic()
+        self.live = self._new_live(Text(f"{workflow_id}  starting…")) if console.is_terminal else None
+
+    def _new_live(self, shown: RenderableType):
         # transient: when paused for a question, the panel goes away instead of
-        # being drawn again over the question and what the user typed.
-        self.live = (
-            _live()(Text(f"{workflow_id}  starting…"), console=console, refresh_per_second=4, transient=True)
-            if console.is_terminal
-            else None
-        )
+        # being drawn again over the question and what the user typed. A new
+        # Live each time: one started again moves up by the height it had
+        # before it stopped, and erases that many lines of the transcript.
+        return _live()(shown, console=self.console, refresh_per_second=4, transient=True)
+
+    def _shown(self) -> RenderableType:
+        if self.last is None:
+            return Text(f"{self.workflow_id}  starting…")
+        return render_status(self.last, self.workflow_id, time.monotonic() - self.started)
 
     def __enter__(self) -> ProgressView:
         if self.live:
@@ -182,6 +194,7 @@ class ProgressView:
             yield
         finally:
             if self.live:
+                self.live = self._new_live(self._shown())
                 self.live.start()
 
 

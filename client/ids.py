@@ -27,3 +27,35 @@ def may_be_side_output(workflow_id: str) -> bool:
 def owner(workflow_id: str) -> str:
     """The run a podcast or deck belongs to; any other id is its own."""
     return next((workflow_id[: -len(s)] for s in SIDE_SUFFIXES if workflow_id.endswith(s)), workflow_id)
+
+
+# Characters no file name may hold here or on Windows, and control characters.
+_UNSAFE = frozenset('/\\:*?"<>|') | {chr(c) for c in range(32)} | {chr(127)}
+_MAX_STEM = 120  # characters: room for a hash and an extension within 255 bytes
+
+
+def file_stem(workflow_id: str) -> str:
+    """A file name (without extension) for files named after a run: the id
+    itself when it is a plain name, otherwise the id with separators, control
+    characters and leading dots replaced (other scripts kept) plus a short
+    hash of the whole id, so two ids never share a file and no id reaches
+    outside the folder the file is written to."""
+    import hashlib
+
+    stem = "".join("_" if ch in _UNSAFE or 0x80 <= ord(ch) < 0xA0 else ch for ch in workflow_id)
+    stem = "_" * (len(stem) - len(stem.lstrip("."))) + stem.lstrip(".")
+    stem = stem.rstrip(" ")[:_MAX_STEM] or "_"
+    if stem == workflow_id:
+        return stem
+    return f"{stem}-{hashlib.sha256(workflow_id.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
+
+
+def attachment(workflow_id: str, extension: str) -> str:
+    """A Content-Disposition header for a download named after a run: an
+    ASCII name for old browsers, the id's own script in ``filename*``
+    (RFC 6266), nothing that could end the header or name a folder."""
+    from urllib.parse import quote
+
+    name = f"{file_stem(workflow_id)}.{extension}"
+    plain = "".join(ch if " " <= ch < "\x7f" and ch not in '"%' else "_" for ch in name)
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(name, safe='')}"

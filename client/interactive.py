@@ -11,14 +11,15 @@ from collections.abc import Callable
 from rich.console import Console, RenderableType
 from rich.text import Text
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
-from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from client.display import ProgressView, event_line, render_plan
 from client.errors import CliError, rejection_reason
+from client.follow import progress_events
 from client.options import ACCEPT, EDIT, feedback_from_reply
 from client.talk import POLL_SECONDS, next_action, poll_status, waiting_for_worker
+from client.updates import execute_update
 from infra.connection import Connection
-from workflows.models import PROGRESS_TOPIC, ProgressEvent, ResearchResult, RunStatus
+from workflows.models import ResearchResult, RunStatus
 
 
 class LineReader:
@@ -49,7 +50,8 @@ class LineReader:
 class TerminalReview:
     """Asks at the terminal when the run waits for a plan review or an answer."""
 
-    def __init__(self, handle: WorkflowHandle, view: ProgressView) -> None:
+    def __init__(self, client: Client, handle: WorkflowHandle, view: ProgressView) -> None:
+        self.client = client
         self.handle = handle
         self.view = view
         self.console = view.console
@@ -100,11 +102,14 @@ class TerminalReview:
             while (line := await self.read_line(prompt, still_pending)) is not None:
                 if not (argument := to_argument(line)):
                     continue
-                try:
-                    reply = await self.handle.execute_update(update, args=[argument, *(extra or [])], result_type=str)
+                try:  # bounded: no worker on the run's task queue is one line (client/updates.py)
+                    reply = await execute_update(self.client, self.handle.id, update, [argument, *(extra or [])])
                 except WorkflowUpdateFailedError as err:
                     self.console.print(Text(f"rejected: {rejection_reason(err)}", style="red"))
                     continue
+                except CliError as err:
+                    self.console.print(Text(str(err), style="red"))
+                    return
                 self.console.print(Text(f"{reply}: {what_next(argument)}", style="green"))
                 self.answered = asked
                 return
@@ -141,10 +146,9 @@ def what_next(argument: str) -> str:
 
 async def show_tool_calls(client: Client, workflow_id: str, view: ProgressView) -> None:
     """Print each tool call from the run's progress stream as it happens."""
-    stream = WorkflowStreamClient.create(client, workflow_id)
-    async for item in stream.subscribe(PROGRESS_TOPIC, result_type=ProgressEvent):
-        if item.data.kind == "tool_call":
-            view.note(event_line(item.data), style="dim")
+    async for _, event in progress_events(client, workflow_id):  # by query: nothing added to the run's history
+        if event.kind == "tool_call":
+            view.note(event_line(event), style="dim")
 
 
 async def follow_run(
@@ -155,7 +159,7 @@ async def follow_run(
     try:
         with ProgressView(console, handle.id) as view:
             tool_calls = asyncio.create_task(show_tool_calls(client, handle.id, view))
-            review = TerminalReview(handle, view)
+            review = TerminalReview(client, handle, view)
             said_waiting = False
             while not result.done():
                 if worker is not None and worker.done():
@@ -169,6 +173,8 @@ async def follow_run(
                     view.note(waiting_for_worker(conn), style="yellow")
                     said_waiting = True
                 await asyncio.wait({result}, timeout=POLL_SECONDS)
+            if (status := await poll_status(handle)) is not None:
+                view.update(status)  # the last counters are the closing line's
         return result.result()
     finally:
         result.cancel()

@@ -145,8 +145,10 @@ def output_format(args: argparse.Namespace) -> str:
 
 def report_path(args: argparse.Namespace, reports: Path, workflow_id: str) -> tuple[Path, str]:
     """Where `run` saves the report, and in which format."""
+    from client.ids import file_stem
+
     fmt = output_format(args)
-    return args.output or reports / f"{workflow_id}{EXTENSIONS[fmt]}", fmt
+    return args.output or reports / f"{file_stem(workflow_id)}{EXTENSIONS[fmt]}", fmt
 
 
 def research_input(args: argparse.Namespace) -> ResearchInput:
@@ -164,6 +166,37 @@ def research_input(args: argparse.Namespace) -> ResearchInput:
     except ValidationError as err:
         problems = "; ".join(f"{OPTION_OF_FIELD.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in err.errors())
         raise CliError(f"invalid run options: {problems}") from None
+
+
+# Text arguments that go to Temporal (and so must be UTF-8), and how to name them.
+TEXT_ARGUMENTS = {
+    "question": "the question",
+    "edit": "--edit",
+    "feedback": "--feedback",
+    "text": "the text",
+    "command": "--command",
+    "id": "--id",
+    "workflow_id": "the run id",
+    "run": "--run",
+    "locale": "--locale",
+}
+
+
+def text_problem(args: argparse.Namespace) -> str | None:
+    """One line when a text argument is not UTF-8 (bytes the terminal or a
+    script passed in another encoding, which Python keeps as surrogates)."""
+    for name, what in TEXT_ARGUMENTS.items():
+        value = getattr(args, name, None)
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as err:
+                byte = value[err.start].encode("utf-8", "surrogateescape")
+                return (
+                    f"{what} is not UTF-8 text (byte {byte.hex(' ')} at character {err.start + 1}): "
+                    "set your terminal or script to UTF-8, or retype it"
+                )
+    return None
 
 
 def review_feedback(args: argparse.Namespace) -> str:

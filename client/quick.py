@@ -52,6 +52,7 @@ from infra.tracing import tracing_enabled
 # What the project's converter writes for a payload kept in history.
 PLAIN_JSON = {"encoding": b"json/plain"}
 COMPLETED = UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED
+UPDATE_WAIT = timedelta(seconds=25)
 
 
 class NotQuick(Exception):
@@ -140,7 +141,12 @@ async def update(conn: Connection, workflow_id: str, name: str, args: Sequence[o
         wait_policy=WaitPolicy(lifecycle_stage=COMPLETED),
     )
     request.request.input.args.payloads.extend(payloads)
-    response = await client.workflow_service.update_workflow_execution(request, retry=True)
+    try:  # Temporal answers "not finished" after about 20 s without a worker
+        response = await client.workflow_service.update_workflow_execution(request, retry=True, timeout=UPDATE_WAIT)
+    except RPCError as err:
+        if err.status == RPCStatusCode.DEADLINE_EXCEEDED:
+            raise NotQuick("the update has not finished") from None
+        raise
     if not response.HasField("outcome"):
         raise NotQuick("the update has not finished")
     if response.outcome.HasField("failure"):

@@ -13,6 +13,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from client.errors import CliError
+from client.ids import file_stem
 from infra.blobs import BlobNotFound, blob_store
 from infra.connection import Connection
 from infra.errors import cli_name
@@ -139,4 +140,5 @@ async def write_blob(conn: Connection, ref: str, path: Path) -> Path:
 
 
 def default_path(conn: Connection, run_id: str, extension: str) -> Path:
-    return conn.data_dir / "reports" / f"{run_id}{extension}"
+    """``<data dir>/reports/<run id as a safe file name><extension>``."""
+    return conn.data_dir / "reports" / f"{file_stem(run_id)}{extension}"

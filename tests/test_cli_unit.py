@@ -424,6 +424,9 @@ class ReviewedRun:
     async def query(self, *args, **kwargs) -> RunStatus | None:
         return self.status
 
+    def get_workflow_handle(self, workflow_id: str) -> ReviewedRun:  # as the client, it hands out itself
+        return self
+
     async def execute_update(self, name: str, args: list, **kwargs) -> str:
         shown = self.status.pending_question or self.status.plan_version
         self.updates.append((name, args, shown))
@@ -448,7 +451,7 @@ async def test_the_terminal_review_does_not_ask_again_for_a_plan_or_question_it_
 
     monkeypatch.setattr(sys, "stdin", io.StringIO("add costs\n\nIn Norway\nIn 1911\n"))
     run = ReviewedRun()
-    review = TerminalReview(run, ProgressView(Console(file=io.StringIO()), run.id))
+    review = TerminalReview(run, run, ProgressView(Console(file=io.StringIO()), run.id))
 
     async def shown(status: RunStatus) -> None:
         run.status = status

@@ -19,7 +19,7 @@ from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 
 from testkit.llm_server import Reply, has_tool_result, tool_messages
 from testkit.research_script import CODE, EXPECTED_SUM, FACT
-from testkit.runs import start, wait_for_phase
+from testkit.runs import keep_history, start, wait_for_phase
 from workflows.activity_calls import MAX_TOOLS_IN_FLIGHT
 from workflows.models import RunStatus
 
@@ -461,6 +461,8 @@ async def test_cancel_ends_a_running_run_with_a_partial_report(temporal_client, 
     result = await finish(handle)
     assert result.status == "cancelled" and "partial" in result.final_report.lower()
     assert len(llm.calls("reporter")) == 1
+    assert (await handle.query("status", result_type=RunStatus)).phase == "cancelled"
+    await keep_history(handle, "cancelled_phase")  # tests/histories/cancelled.json: recorded before the patch
 
 
 async def test_a_token_budget_stops_research_and_reports(temporal_client, task_queue, worker, llm, script):

@@ -1,6 +1,7 @@
 """A run whose workflow task keeps failing (a bug, a bad deploy) says so:
 `status` shows the failure and the attempts instead of hanging, `list`
-marks it, and `cancel` still ends it once a fixed worker runs."""
+marks it, and `cancel` still ends it once a fixed worker runs; the run then
+reads `cancelled` everywhere, and cancelling it again says it has ended."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from temporalio.worker import (
 from infra.settings import Settings
 from testkit.runs import start
 from worker import build_worker
-from workflows.models import RunStatus
+from workflows.models import PHASE_ATTRIBUTE, RunStatus
 
 CLI = Path(sys.executable).parent / "deepresearch"
 MARKER = "FAIL-MY-WORKFLOW-TASK"
@@ -77,4 +78,16 @@ async def test_a_stuck_run_says_so_and_can_be_cancelled(
     async with research_worker():
         result = await asyncio.wait_for(handle.result(), 60)
         status = await handle.query("status", result_type=RunStatus)
-    assert result.status == "cancelled" and status.phase == "completed"
+        described = await handle.describe()
+        code, out, err = await cli(worker_env, "status", handle.id, "--json")
+        shown = json.loads(out)
+        listed = await cli(worker_env, "list")
+        again = await cli(worker_env, "cancel", handle.id)
+    # Cancelled reads cancelled everywhere, not completed (issue 20).
+    assert result.status == "cancelled" and status.phase == "cancelled" and shown["phase"] == "cancelled"
+    assert described.typed_search_attributes.get(PHASE_ATTRIBUTE) == "cancelled"
+    row = next(line for line in listed[1].splitlines() if handle.id in line)
+    assert "cancelled" in row and "completed" not in row, listed[1]
+    # Cancelling it again says it has already ended, and how.
+    assert again[0] == 1 and len(again[2].strip().splitlines()) == 1, again
+    assert "already ended (cancelled)" in again[2] and "partial report" not in again[1] + again[2]

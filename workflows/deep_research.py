@@ -255,7 +255,10 @@ class DeepResearch:
 
     def finish(self, status: RunOutcome, text: str) -> ResearchResult:
         self.outcome = status
-        self.set_phase("completed")
+        # A cancelled run's phase (and search attribute) says so; histories
+        # recorded before said "completed".
+        cancelled = status == "cancelled" and workflow.patched("cancelled-phase")
+        self.set_phase("cancelled" if cancelled else "completed")
         self.emit("finished", status)
         s = self.state
         return ResearchResult(
@@ -357,6 +360,9 @@ class DeepResearch:
     def submit_review_validator(self, feedback: Any, plan_version: Any = None) -> None:
         if not isinstance(feedback, str):
             raise ApplicationError("review feedback must be a string starting with [ACCEPTED] or [EDIT_PLAN]")
+        if isinstance(plan_version, int) and plan_version > self.state.plan_version:
+            latest = f"the latest is version {self.state.plan_version}" if self.state.plan_version else "no plan yet"
+            raise ApplicationError(f"there is no plan version {plan_version} ({latest})")
         if plan_version is not None and plan_version != self.state.plan_version:
             raise ApplicationError(
                 f"the plan has changed since you saw it (you reviewed version {plan_version}, "

@@ -60,6 +60,7 @@ Phase = Literal[
     "researching",
     "reporting",
     "completed",
+    "cancelled",  # ended by `deepresearch cancel` (its result says so too)
     "failed",
 ]
 RunOutcome = Literal["completed", "answered_directly", "rejected", "plan_failed", "review_timed_out", "cancelled"]

@@ -1,10 +1,12 @@
 """`deepresearch cancel`: cancel a run. The workflow catches the cancellation,
-writes a report from what it found so far and ends with status `cancelled`."""
+writes a report from what it found so far and ends with status `cancelled`.
+A run that has already ended is refused with how it ended (exit code 1)."""
 
 from __future__ import annotations
 
 import argparse
 
+from client.errors import CliError
 from client.options import connection
 from infra.errors import cli_name
 from infra.temporal import connect
@@ -13,10 +15,30 @@ from infra.temporal import connect
 async def main(args: argparse.Namespace) -> int:
     client = await connect(connection(args))
     handle = client.get_workflow_handle(args.workflow_id)
-    await handle.describe()  # an unknown id is one clear error
+    described = await handle.describe()  # an unknown id is one clear error
+    if (how := ended(described)) is not None:
+        raise CliError(
+            f"run {args.workflow_id} has already ended ({how}): there is nothing to cancel; "
+            f"see `{cli_name()} result {args.workflow_id}`"
+        )
     await handle.cancel()
     print(
         f"cancel requested for {args.workflow_id}: it writes a partial report from what it found; "
         f"get it with `{cli_name()} result {args.workflow_id}`"
     )
     return 0
+
+
+def ended(described) -> str | None:
+    """How a workflow ended (``cancelled`` for a research run ended by
+    `cancel`: Temporal says completed), or None while it runs."""
+    from temporalio.client import WorkflowExecutionStatus
+
+    from workflows.models import PHASE_ATTRIBUTE
+
+    if described.status in (None, WorkflowExecutionStatus.RUNNING):
+        return None
+    phase = described.typed_search_attributes.get(PHASE_ATTRIBUTE)
+    if described.status == WorkflowExecutionStatus.COMPLETED and phase == "cancelled":
+        return "cancelled"
+    return described.status.name.lower()

@@ -2,11 +2,13 @@
 clarification answers, sent as Temporal updates (a rejection comes back as
 its reason, exit code 1). The quick way (client/quick.py) answers most of
 the time; the full client takes over, with the same update id, when it
-cannot."""
+cannot. The wait is bounded (client/updates.py): with no worker on the
+run's task queue, one line says so."""
 
 from __future__ import annotations
 
 import argparse
+import time
 import uuid
 
 from client import quick
@@ -17,16 +19,18 @@ from client.options import connection, review_feedback
 async def send_update(args: argparse.Namespace, update: str, *arguments: object) -> int:
     conn = connection(args)
     update_id = str(uuid.uuid4())
+    started = time.monotonic()
     try:
         print(await quick.update(conn, args.workflow_id, update, arguments, update_id))
         return 0
     except quick.NotQuick:
         pass
+    from client.updates import execute_update
     from infra.temporal import connect
 
+    # Waiting no longer than the bound of client/updates.py in all.
     client = await connect(conn)
-    handle = client.get_workflow_handle(args.workflow_id)
-    print(await handle.execute_update(update, args=list(arguments), id=update_id, result_type=str))
+    print(await execute_update(client, args.workflow_id, update, arguments, update_id, time.monotonic() - started))
     return 0
 
 

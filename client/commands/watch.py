@@ -8,18 +8,18 @@ from __future__ import annotations
 import argparse
 
 from temporalio.client import WorkflowFailureError
-from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from client.commands.result import side_kind, side_result
 from client.display import event_line, make_console
 from client.errors import CliError, failure_message
+from client.follow import progress_events
 from client.options import connection
 from client.talk import exit_code
 from client.wording import usage_text
 from infra.connection import Connection
 from infra.errors import cli_name
 from infra.temporal import connect
-from workflows.models import PROGRESS_TOPIC, ProgressEvent, ResearchResult
+from workflows.models import ResearchResult
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -33,12 +33,16 @@ async def main(args: argparse.Namespace) -> int:
     console = make_console()
     if kind == "prose":  # one model call: no progress stream to follow
         return await side_output_saved(conn, client, kind, handle.id)
-    stream = WorkflowStreamClient.create(client, handle.id)
-    async for item in stream.subscribe(PROGRESS_TOPIC, result_type=ProgressEvent):
-        console.print(event_line(item.data), markup=False)
-        if item.data.kind == "review_requested":
-            console.print(f"review with `{cli_name()} review {handle.id} --accept` or `--edit TEXT`", markup=False)
-        elif item.data.kind == "question":
+    plans = 0  # plans shown so far: the version a review names (as `status` prints it)
+    async for _, event in progress_events(client, handle.id):  # by query: nothing added to the run's history
+        console.print(event_line(event), markup=False)
+        plans += event.kind == "plan"
+        if event.kind == "review_requested":
+            version = f" --plan-version {plans}" if plans else ""
+            console.print(
+                f"review with `{cli_name()} review {handle.id}{version} --accept` or `--edit TEXT`", markup=False
+            )
+        elif event.kind == "question":
             console.print(f"answer with `{cli_name()} answer {handle.id} TEXT`", markup=False)
     if kind is not None:
         return await side_output_saved(conn, client, kind, handle.id)

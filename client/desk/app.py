@@ -39,27 +39,26 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
-from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
 from client.desk.guard import TOKEN_COOKIE, AllowedHosts, Guard
 from client.desk.inputs import InputProblem, run_input
 from client.errors import CliError, failure_message, rejection_reason
 from client.export import report_html, sources_html
-from client.ids import side_id
+from client.follow import progress_events
+from client.ids import attachment, side_id
 from client.report_files import render
 from client.runs import WORKFLOW_TYPE, new_workflow_id, start_research
 from client.side_outputs import RESULT_TYPES, SIDE_TYPES, finished_report, start_once
 from client.talk import QUERY_TIMEOUT
+from client.updates import execute_update
 from client.wording import usage_text
 from infra.blobs import blob_store
 from infra.connection import Connection
 from infra.temporal import connect
 from workflows.models import (
     PHASE_ATTRIBUTE,
-    PROGRESS_TOPIC,
     TITLE_ATTRIBUTE,
-    ProgressEvent,
     ResearchResult,
     RunStatus,
 )
@@ -72,16 +71,6 @@ MEDIA = {
     "pdf": "application/pdf",
     "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
 }
-
-
-def attachment(run_id: str, ext: str) -> str:
-    """A Content-Disposition for a download named after the run: any id
-    Temporal accepts (any script, quotes, line breaks) gives a valid header
-    and a plain file name (RFC 6266: an ASCII name and the UTF-8 one)."""
-    from urllib.parse import quote
-
-    plain = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in run_id)[:120].strip(".")
-    return f"attachment; filename=\"{plain or 'report'}.{ext}\"; filename*=UTF-8''{quote(f'{run_id}.{ext}', safe='')}"
 
 
 class Problem(Exception):
@@ -281,15 +270,12 @@ class Desk:
 
         async def stream():
             yield "retry: 1000\n\n"
-            subscription = WorkflowStreamClient.create(client, run_id).subscribe(
-                PROGRESS_TOPIC, from_offset=max(offset, 0), result_type=ProgressEvent
-            )
-            try:
-                async for item in subscription:
+            try:  # read by query (client/follow.py): following adds nothing to the run's history
+                async for at, event in progress_events(client, run_id, max(offset, 0)):
                     if await request.is_disconnected():
                         break
-                    data = json.dumps(item.data.model_dump(mode="json"))
-                    yield f"id: {item.offset}\nevent: progress\ndata: {data}\n\n"
+                    data = json.dumps(event.model_dump(mode="json"))
+                    yield f"id: {at}\nevent: progress\ndata: {data}\n\n"
             except Exception as err:  # the run is gone, or Temporal is: say so and end
                 yield f"event: problem\ndata: {json.dumps(str(err).splitlines()[0][:300])}\n\n"
             yield "event: end\ndata: {}\n\n"
@@ -320,9 +306,8 @@ class Desk:
                 raise Problem("the answer is empty")
             args = [answer]
         await self._describe(run_id)
-        handle = (await self.client()).get_workflow_handle(run_id)
-        try:
-            reply = await handle.execute_update(update, args=args, result_type=str)
+        try:  # bounded: with no worker on the run's task queue, one line says so (client/updates.py)
+            reply = await execute_update(await self.client(), run_id, update, args)
         except WorkflowUpdateFailedError as err:
             raise Problem(rejection_reason(err), 409) from None
         return {"message": reply}
@@ -375,18 +360,18 @@ class Desk:
             ref, name, media = (
                 (
                     result.audio.blob,
-                    f"{run_id}.{result.audio.format}",
+                    attachment(run_id, result.audio.format),
                     f"audio/{'mpeg' if result.audio.format == 'mp3' else 'wav'}",
                 )
                 if kind == "podcast"
                 else (
                     result.deck.blob,
-                    f"{run_id}.pptx",
+                    attachment(run_id, "pptx"),
                     "application/vnd.openxmlformats-officedocument.presentationml.presentation",
                 )
             )
             data = await blob_store(self.conn.data_dir).get_bytes(ref)
-            return Response(data, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'})
+            return Response(data, media_type=media, headers={"Content-Disposition": name})
 
         return await self._answer(make if request.method == "POST" else fetch)
 

@@ -51,7 +51,7 @@ async function loadRuns() {
       row.setAttribute("data-testid", "run-row");
       row.dataset.runId = run.id;
       row.append(el("span", run.title || run.id, "title"));
-      const state = run.status === "running" ? (run.phase || "running") : run.status;
+      const state = run.status === "running" || run.phase === "cancelled" ? (run.phase || "running") : run.status;
       row.append(el("span", `${state} · ${new Date(run.started).toLocaleString()}`, "muted"));
       if (current && current.id === run.id) row.classList.add("open");
       row.addEventListener("click", () => openRun(run.id));
@@ -167,7 +167,7 @@ async function refresh() {
     $("phase").textContent = data.workflow_status;
   }
   if (data.result) showReport(id, data);
-  else if (data.workflow_status === "running" && status && ["completed", "failed"].includes(status.phase)) {
+  else if (data.workflow_status === "running" && status && ["completed", "cancelled", "failed"].includes(status.phase)) {
     lookAgain(id, 500); // the run is closing: its result comes in a moment
   }
   return true;
