@@ -312,7 +312,7 @@ def test_result_format_from_the_option_or_the_file_extension(argv, fmt):
 @pytest.mark.parametrize(
     "argv",
     [
-        ["--format", "pdf"],
+        ["--format", "odt"],
         ["--json", "--format", "html"],
         ["--format", "md", "--json"],
     ],

@@ -104,8 +104,9 @@ async def test_a_blob_gone_mid_run_fails_it_at_once_with_a_partial_report(
     message = failure_message(failed.value)
     assert re.search(r"blob sha256:[0-9a-f]{64} is missing from ", message), message
     report = partial_report(failed.value)
-    # The reporter wrote it, told why the run stopped (the scripted reporter echoes what it is told).
-    assert report and report.startswith("# Scripted Report") and "the run failed: blob sha256:" in report
+    # The reporter wrote it, told why the run stopped (the scripted reporter echoes what it is told;
+    # a long data-dir path can push "partial" past where the run looks, and it says so itself on top).
+    assert report and "# Scripted Report" in report and "the run failed: blob sha256:" in report
 
     # The model call that found it gone was not retried.
     events = (await handle.fetch_history()).events

@@ -39,7 +39,7 @@ async def main(args: argparse.Namespace) -> int:
     fmt = output_format(args)
     text = render(result, fmt)
     if args.output or fmt in BINARY_FORMATS:  # a PDF or Word file is never printed to the terminal
-        path, _ = report_path(args, conn.data_dir / "reports", handle.id)
+        path = args.output or report_path(args, conn.data_dir / "reports", args.workflow_id)[0]
         print(f"saved to {write_file(path, text)}")
     elif fmt == "md":
         print_report(make_console(), text)
