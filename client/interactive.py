@@ -144,6 +144,9 @@ def what_next(argument: str) -> str:
     return f"thanks ({argument}); the coordinator goes on…"
 
 
+FINAL_READ_SECONDS = 10.0  # how long the end of a run waits for its last tool calls to be printed
+
+
 async def show_tool_calls(client: Client, workflow_id: str, view: ProgressView) -> None:
     """Print each tool call from the run's progress stream as it happens."""
     async for _, event in progress_events(client, workflow_id):  # by query: nothing added to the run's history
@@ -175,6 +178,8 @@ async def follow_run(
                 await asyncio.wait({result}, timeout=POLL_SECONDS)
             if (status := await poll_status(handle)) is not None:
                 view.update(status)  # the last counters are the closing line's
+            if tool_calls:  # its last read, after the end, prints the calls not shown yet
+                await asyncio.wait({tool_calls}, timeout=FINAL_READ_SECONDS)
         return result.result()
     finally:
         result.cancel()

@@ -36,10 +36,10 @@ async def main(args: argparse.Namespace) -> int:
     for run in ordered(runs):
         state = run.status
         phase = run.search_attributes.get(PHASE_ATTRIBUTE.name)
-        if phase and (run.status == "running" or (run.status == "completed" and phase != "completed")):
-            state += f" ({phase})"
-        elif phase == "cancelled" and run.status == "completed":  # Temporal: completed, with a partial report
+        if phase == "cancelled" and run.status == "completed":  # Temporal: completed, with a partial report
             state = "cancelled"
+        elif phase and (run.status == "running" or (run.status == "completed" and phase != "completed")):
+            state += f" ({phase})"  # what it does now, or how it ended without a report
         if run.task_attempts >= 2:
             state = f"STUCK: task failed {run.task_attempts}x"
         started = run.start_time.astimezone().strftime("%Y-%m-%d %H:%M:%S")
