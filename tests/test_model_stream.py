@@ -1,0 +1,255 @@
+"""The model call as a real model server makes it hard (issue 23): output
+bounds, slow and silent models, replies that loop, reasoning output, servers
+that want other parameters or do not stream, and run ids no HTTP header can
+carry as they are. Real worker, real dev server, the scripted model server
+over real HTTP, streaming as real servers do."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import uuid
+from urllib.parse import unquote
+
+import pytest
+from temporalio.client import WorkflowFailureError
+
+from client.runs import start_research
+from infra.connection import Connection
+from testkit.faults import Override, RawLLM
+from testkit.llm_server import Reply, role_of
+from testkit.research_script import FACT
+from testkit.runs import start
+from workflows.models import ResearchInput
+
+QUESTION = "Tell me about Lantern Rock"
+LOOP = "The lighthouse is on the rock and the rock is by the sea. "
+
+
+@pytest.fixture
+def llm():
+    """Every request here carries its arrival time and activity id."""
+    with RawLLM() as server:
+        yield server
+
+
+def attempts_of_first(llm: RawLLM, role: str) -> list[dict]:
+    first = llm.calls(role)[0]["_request_id"]
+    return [r for r in llm.calls(role) if r["_request_id"] == first]
+
+
+def paced(normal, **pace) -> Reply:
+    """The script's answer, written as ``pace`` says (token_delay, stall, delay)."""
+    return dataclasses.replace(normal, **pace) if isinstance(normal, Reply) else Reply(normal, **pace)
+
+
+def always(handler, role: str, reply):
+    """Every ``role`` request gets ``reply(request, normal)``."""
+
+    def answer(request: dict):
+        normal = handler(request)
+        return reply(request, normal) if role_of(request) == role else normal
+
+    return answer
+
+
+def bound(request: dict) -> int | None:
+    return request.get("max_tokens") or request.get("max_completion_tokens")
+
+
+async def run(temporal_client, task_queue, question: str = QUESTION, timeout: float = 90):
+    handle = await start(temporal_client, task_queue, question, auto_accept_plan=True)
+    async with asyncio.timeout(timeout):
+        return await handle.result()
+
+
+# --- output bounds ------------------------------------------------------------------
+
+
+async def test_every_role_sends_an_output_bound_fitted_to_its_job(
+    temporal_client, task_queue, research_worker, llm, script
+):
+    env = {"DEEPRESEARCH_MAX_OUTPUT_TOKENS_PLANNER": "300", "DEEPRESEARCH_CONTEXT_WINDOW_REPORTER": "4096"}
+    async with research_worker(**env):
+        result = await run(temporal_client, task_queue)
+    assert result.status == "completed"
+    assert {bound(r) for r in llm.calls("coordinator")} == {1024}
+    assert {bound(r) for r in llm.calls("planner")} == {300}
+    assert {bound(r) for r in llm.calls("researcher")} == {2048}
+    # The reporter's 8,192 do not fit a 4,096-token window: the room left caps it.
+    assert all(0 < bound(r) < 4096 for r in llm.calls("reporter"))
+
+
+async def test_a_model_that_wants_max_completion_tokens_gets_it(temporal_client, task_queue, worker, llm, script):
+    llm.want_max_completion_tokens = True
+    result = await run(temporal_client, task_queue, "Hello there!")
+    assert result.status == "answered_directly"
+    first, retry = attempts_of_first(llm, "coordinator")
+    assert first["_status"] == 400 and "max_tokens" in first
+    assert retry["_status"] == 200 and retry["max_completion_tokens"] == 1024 and "max_tokens" not in retry
+    # The worker remembers: the next run asks the right way at once.
+    llm.requests.clear()
+    assert (await run(temporal_client, task_queue, "Hello again")).status == "answered_directly"
+    assert [r["_status"] for r in llm.calls("coordinator")] == [200]
+
+
+async def test_a_report_cut_at_its_bound_says_so(temporal_client, task_queue, research_worker, llm, script):
+    llm.enforce_max_tokens = True
+    async with research_worker(DEEPRESEARCH_MAX_OUTPUT_TOKENS_REPORTER="120"):
+        result = await run(temporal_client, task_queue)
+    assert result.status == "completed"
+    assert "cut off at the output limit (DEEPRESEARCH_MAX_OUTPUT_TOKENS_REPORTER)" in result.final_report
+
+
+# --- slow and silent models -------------------------------------------------------------
+
+
+async def test_a_slow_model_that_keeps_writing_is_not_cut_off(
+    temporal_client, task_queue, research_worker, llm, script
+):
+    # The report takes several seconds to write, one piece every 0.3 s; the
+    # model may take 1 s for its first token and be silent 1 s at most.
+    llm.handler = Override(llm.handler, "reporter", lambda request, normal: paced(normal, token_delay=0.3))
+    async with research_worker(DEEPRESEARCH_MODEL_TIMEOUT="1", DEEPRESEARCH_MODEL_IDLE_TIMEOUT="1"):
+        result = await run(temporal_client, task_queue)
+    assert result.status == "completed" and FACT in result.final_report
+    assert len(attempts_of_first(llm, "reporter")) == 1, "a model that kept writing was cut off and asked again"
+
+
+async def test_a_model_that_falls_silent_is_retried_once_with_one_log_line(
+    temporal_client, task_queue, research_worker, llm, script, caplog
+):
+    # The planner's first answer stops after a few pieces, silent for 4 s.
+    llm.handler = Override(llm.handler, "planner", lambda request, normal: paced(normal, stall=(3, 4.0)))
+    caplog.set_level(logging.DEBUG)
+    async with research_worker(DEEPRESEARCH_MODEL_TIMEOUT="2", DEEPRESEARCH_MODEL_IDLE_TIMEOUT="1"):
+        result = await run(temporal_client, task_queue)
+    assert result.status == "completed" and FACT in result.final_report
+    assert len(attempts_of_first(llm, "planner")) == 2
+    retried = [r for r in caplog.records if "to be retried" in r.getMessage()]
+    assert len(retried) == 1 and "no token for 1 s" in retried[0].getMessage()
+    assert "unreachable" not in retried[0].getMessage() and not retried[0].exc_info
+    # The worker's own traceback of the retried failure went to the debug log only.
+    loud = [r for r in caplog.records if r.exc_info and r.levelno >= logging.WARNING]
+    assert not loud, [r.getMessage() for r in loud]
+
+
+async def test_a_model_that_never_answers_fails_after_a_few_tries_saying_so(
+    temporal_client, task_queue, research_worker, llm, script
+):
+    llm.handler = always(llm.handler, "planner", lambda request, normal: paced(normal, delay=3))
+    async with research_worker(DEEPRESEARCH_MODEL_TIMEOUT="1"):
+        handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
+        with pytest.raises(WorkflowFailureError) as failed:
+            async with asyncio.timeout(120):
+                await handle.result()
+    message = failed.value.cause.message
+    assert "did not answer within 1 s" in message and "unreachable" not in message
+    assert len(attempts_of_first(llm, "planner")) == 3
+
+
+# --- replies that loop ------------------------------------------------------------------
+
+
+def looping(request: dict, normal) -> Reply:
+    return Reply("# Lantern Rock\n\n" + LOOP * 400, token_delay=0.002)
+
+
+async def test_a_looping_reply_is_cut_while_it_streams_and_asked_again(
+    temporal_client, task_queue, worker, llm, script
+):
+    llm.handler = Override(llm.handler, "reporter", looping)
+    result = await run(temporal_client, task_queue)
+    assert result.status == "completed" and FACT in result.final_report
+    assert result.final_report.count(LOOP.strip()) <= 1
+    assert len(attempts_of_first(llm, "reporter")) == 2
+    assert llm.streams_cut >= 1, "the looping stream was read to its end"
+
+
+async def test_a_reply_that_loops_every_time_keeps_what_came_before_the_loop(
+    temporal_client, task_queue, worker, llm, script
+):
+    llm.handler = always(llm.handler, "reporter", looping)
+    result = await run(temporal_client, task_queue)
+    assert result.status == "completed"
+    assert "Lantern Rock" in result.final_report
+    assert result.final_report.count(LOOP.strip()) <= 1
+    assert "repeating itself" in result.final_report
+    assert len(attempts_of_first(llm, "reporter")) == 3
+
+
+# --- reasoning output -------------------------------------------------------------------
+
+THOUGHT = "SECRET-THOUGHT about the plan"
+
+
+def thinking(handler):
+    """Every reply reasons aloud: in reasoning_content, in <think> before the
+    content, and in <think> before a tool call's arguments."""
+
+    def reply(request: dict):
+        normal = handler(request)
+        normal = Reply(normal) if isinstance(normal, str) else normal
+        if not isinstance(normal, Reply) or normal.body is not None or normal.status >= 400:
+            return normal
+        calls = [
+            (name, f"<think>{THOUGHT}</think>" + (args if isinstance(args, str) else json.dumps(args)))
+            for name, args in normal.tool_calls
+        ]
+        content = f"<think>{THOUGHT}</think>\n{normal.content}" if normal.content else ""
+        return Reply(content, tool_calls=calls, reasoning=THOUGHT)
+
+    return reply
+
+
+async def test_reasoning_never_reaches_a_plan_a_report_or_a_tool_argument(
+    temporal_client, task_queue, worker, llm, script, tavily
+):
+    llm.handler = thinking(llm.handler)
+    result = await run(temporal_client, task_queue)
+    assert result.status == "completed" and FACT in result.final_report
+    assert "SECRET-THOUGHT" not in result.final_report
+    assert "SECRET-THOUGHT" not in str(result.plan)
+    assert tavily.requests and not any("SECRET-THOUGHT" in str(r) for r in tavily.requests)
+    # What the model was sent back of its own turns carries no reasoning either.
+    later = llm.calls("reporter")[-1]
+    assert not any("SECRET-THOUGHT" in str(m.get("content")) for m in later["messages"] if m["role"] != "system")
+
+
+# --- servers that stream differently -------------------------------------------------------
+
+
+async def test_a_server_that_answers_a_stream_with_plain_json_is_read(temporal_client, task_queue, worker, llm, script):
+    llm.plain_json_streams = True
+    result = await run(temporal_client, task_queue)
+    assert result.status == "completed" and FACT in result.final_report
+    assert all(r.get("stream") for r in llm.calls())
+    assert result.usage.completion_tokens > 0
+
+
+async def test_a_server_that_rejects_stream_options_is_asked_without(temporal_client, task_queue, worker, llm, script):
+    llm.reject_stream_options = True
+    result = await run(temporal_client, task_queue)
+    assert result.status == "completed" and FACT in result.final_report
+    rejected = [r for r in llm.calls() if r["_status"] == 400]
+    assert len(rejected) == 1 and "stream_options" in rejected[0]
+    assert result.usage.completion_tokens == 0  # usage is not counted without it, but the run goes on
+
+
+# --- run ids ----------------------------------------------------------------------------------
+
+
+async def test_a_run_with_a_non_ascii_id_completes(temporal_client, task_queue, worker, llm, script):
+    run_id = f"研究-电池 Lantern\tRock-{uuid.uuid4().hex[:6]}"
+    conn = Connection(address="unused", task_queue=task_queue)
+    request = ResearchInput(question=QUESTION, auto_accept_plan=True)
+    handle = await start_research(temporal_client, conn, request, run_id)
+    async with asyncio.timeout(90):
+        result = await handle.result()
+    assert result.status == "completed" and FACT in result.final_report
+    # The header still names the run and the activity, percent-encoded.
+    ids = {unquote(r["_request_id"]).rsplit("/", 1)[0] for r in llm.calls()}
+    assert ids == {run_id}
+    assert all(r["_request_id"].isascii() and r["_request_id"].isprintable() for r in llm.calls())
