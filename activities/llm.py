@@ -472,5 +472,21 @@ def tool_calls(raw: Any) -> list[ToolCall]:
             ident = f"call_{n}_{len(seen)}"
         seen.add(ident)
         name = clean_text(getattr(function, "name", None)).strip()[:200]
-        calls.append(ToolCall(id=ident, name=name, arguments=repair_arguments(getattr(function, "arguments", None))))
+        arguments = repair_arguments(getattr(function, "arguments", None))
+        if "think>" in arguments.lower():
+            arguments = _without_reasoning(arguments)
+        calls.append(ToolCall(id=ident, name=name, arguments=arguments))
     return calls
+
+
+def _without_reasoning(arguments: str) -> str:
+    """A tool call's arguments without the ``<think>`` reasoning some models
+    put into them, before the object or inside its values."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return strip_think(arguments) or "{}"
+    if not isinstance(value, dict):
+        return arguments
+    cleaned = {k: strip_think(v) if isinstance(v, str) else v for k, v in value.items()}
+    return json.dumps(cleaned, ensure_ascii=False)

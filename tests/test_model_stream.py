@@ -185,19 +185,25 @@ async def test_a_reply_that_loops_every_time_keeps_what_came_before_the_loop(
 THOUGHT = "SECRET-THOUGHT about the plan"
 
 
+def thought_in(args: dict | str) -> str:
+    """Tool-call arguments, still a JSON object, with reasoning inside a value."""
+    value = json.loads(args) if isinstance(args, str) else dict(args)
+    first = next(iter(value), None)
+    if isinstance(value.get(first), str):
+        value[first] = f"<think>{THOUGHT}</think>{value[first]}"
+    return json.dumps(value)
+
+
 def thinking(handler):
     """Every reply reasons aloud: in reasoning_content, in <think> before the
-    content, and in <think> before a tool call's arguments."""
+    content, and in <think> inside a tool call's arguments."""
 
     def reply(request: dict):
         normal = handler(request)
         normal = Reply(normal) if isinstance(normal, str) else normal
         if not isinstance(normal, Reply) or normal.body is not None or normal.status >= 400:
             return normal
-        calls = [
-            (name, f"<think>{THOUGHT}</think>" + (args if isinstance(args, str) else json.dumps(args)))
-            for name, args in normal.tool_calls
-        ]
+        calls = [(name, thought_in(args)) for name, args in normal.tool_calls]
         content = f"<think>{THOUGHT}</think>\n{normal.content}" if normal.content else ""
         return Reply(content, tool_calls=calls, reasoning=THOUGHT)
 
