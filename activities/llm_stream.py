@@ -25,6 +25,8 @@ from openai import AsyncOpenAI
 
 from activities.repetition import LoopWatch, cut_loop
 
+MAX_PLAIN_BODY = 4_000_000  # characters of a non-event answer kept, to read it as one JSON body
+
 
 class Silence(Exception):
     """No token within the time allowed: ``seconds``; ``first``: no token at all."""
@@ -64,7 +66,12 @@ class _Assembly:
         self.content: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
         self.done = Completion()
-        self.watch = LoopWatch()
+        self.watch = LoopWatch()  # the answer: content and tool-call arguments
+        self.thinking = LoopWatch()  # the reasoning, which can loop as well
+
+    @property
+    def looping(self) -> bool:
+        return bool(self.watch.loop or self.thinking.loop)
 
     def add(self, chunk: dict) -> bool:
         """Take one event's JSON; whether it carried generated text."""
@@ -97,7 +104,9 @@ class _Assembly:
             self.watch.feed(text)
             generated = True
         for key in ("reasoning_content", "reasoning"):  # a sign of life, never part of the answer
-            generated = generated or bool(isinstance(delta.get(key), str) and delta[key])
+            if isinstance(delta.get(key), str) and delta[key]:
+                self.thinking.feed(delta[key])
+                generated = True
         for position, call in enumerate(delta.get("tool_calls") or []):
             if not isinstance(call, dict):
                 continue
@@ -129,7 +138,7 @@ class _Assembly:
     def cut(self) -> Completion:
         """What was written up to the loop, with one copy of its unit."""
         done = self.result()
-        period, run = self.watch.loop or (0, 0)
+        period, run = self.watch.loop or (0, 0)  # (0, 0): only the reasoning looped
         if done.tool_calls and not done.content.endswith(self.watch.tail[-50:]):
             last = done.tool_calls[-1].function
             last.arguments = cut_loop(last.arguments, period, run)
@@ -173,19 +182,26 @@ async def _plain_body(http: httpx.Response, assembly: _Assembly, left: float) ->
             body = await http.aread()
     except TimeoutError:
         raise Silence(left, True) from None
+    _whole_body(body, assembly)
+    return assembly.result()
+
+
+def _whole_body(body: str | bytes, assembly: _Assembly) -> None:
+    """Read a whole chat.completion body into ``assembly``."""
     try:
         data = json.loads(body)
     except ValueError:
         raise BrokenStream(f"the answer is not JSON: {body[:200]!r}") from None
     assembly.add(data)
-    if assembly.watch.loop:
+    if assembly.looping:
         raise Looping(assembly.cut())
-    return assembly.result()
 
 
 async def _read_events(http: httpx.Response, assembly: _Assembly, first: float, idle: float, began: float) -> None:
     lines = http.aiter_lines()
     last_token, spoke = began, False
+    other: list[str] = []  # lines that are not events: a plain JSON body sent as an event stream?
+    events = 0
     while True:
         allowed = idle if spoke else first
         try:
@@ -193,10 +209,17 @@ async def _read_events(http: httpx.Response, assembly: _Assembly, first: float, 
                 line = await anext(lines)
         except TimeoutError:
             raise Silence(allowed, not spoke) from None
-        except StopAsyncIteration:
+        except StopAsyncIteration:  # ended without [DONE]: complete only if it said how it finished
+            if not events and other:
+                _whole_body("\n".join(other), assembly)
+            elif assembly.done.finish_reason is None:
+                raise BrokenStream("the answer was cut off before its end") from None
             return
-        if not line.startswith("data:"):
-            continue  # blank separators, ": ping" comments, "event:" names
+        if not line.startswith("data:"):  # blank separators, ": ping" comments, "event:" names
+            if not events and line.strip() and sum(map(len, other)) < MAX_PLAIN_BODY:
+                other.append(line)
+            continue
+        events += 1
         data = line[5:].strip()
         if data == "[DONE]":
             return
@@ -206,5 +229,5 @@ async def _read_events(http: httpx.Response, assembly: _Assembly, first: float, 
             raise BrokenStream(f"an event is not JSON: {data[:200]!r}") from None
         if assembly.add(chunk):
             last_token, spoke = time.monotonic(), True
-        if assembly.watch.loop:
+        if assembly.looping:
             raise Looping(assembly.cut())

@@ -19,6 +19,7 @@ from temporalio.client import WorkflowFailureError
 from client.runs import start_research
 from infra.connection import Connection
 from testkit.faults import Override, RawLLM
+from testkit.http_base import Response
 from testkit.llm_server import Reply, role_of
 from testkit.research_script import FACT
 from testkit.runs import start
@@ -242,6 +243,19 @@ async def test_a_server_that_rejects_stream_options_is_asked_without(temporal_cl
     rejected = [r for r in llm.calls() if r["_status"] == 400]
     assert len(rejected) == 1 and "stream_options" in rejected[0]
     assert result.usage.completion_tokens == 0  # usage is not counted without it, but the run goes on
+
+
+async def test_a_stream_cut_off_midway_is_retried(temporal_client, task_queue, worker, llm, script):
+    chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    half = chunk | {"choices": [{"index": 0, "delta": {"content": "# Half a rep"}, "finish_reason": None}]}
+    llm.raw_next(
+        "reporter",
+        Response(200, iter([f"data: {json.dumps(half)}\n\n".encode()]), {"Content-Type": "text/event-stream"}),
+    )
+    result = await run(temporal_client, task_queue)
+    assert result.status == "completed" and FACT in result.final_report
+    assert "Half a rep" not in result.final_report
+    assert len(attempts_of_first(llm, "reporter")) == 2
 
 
 # --- run ids ----------------------------------------------------------------------------------
