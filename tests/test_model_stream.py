@@ -10,7 +10,10 @@ import asyncio
 import dataclasses
 import json
 import logging
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
@@ -273,3 +276,20 @@ async def test_a_run_with_a_non_ascii_id_completes(temporal_client, task_queue, 
     ids = {unquote(r["_request_id"]).rsplit("/", 1)[0] for r in llm.calls()}
     assert ids == {run_id}
     assert all(r["_request_id"].isascii() and r["_request_id"].isprintable() for r in llm.calls())
+
+
+def test_the_cli_runs_a_question_under_a_non_ascii_id(worker_env, script, data_dir):
+    """As a user would: ``deepresearch run --id 研究-电池 --worker --auto-accept``."""
+    run_id = f"研究-电池-{uuid.uuid4().hex[:6]}"
+    command = [str(Path(sys.executable).parent / "deepresearch"), "run", QUESTION, "--worker", "--auto-accept"]
+    out = subprocess.run(
+        [*command, "--id", run_id],
+        env=worker_env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert FACT in out.stdout
+    assert "Traceback" not in out.stderr and "codec" not in out.stderr
