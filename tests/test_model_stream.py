@@ -228,6 +228,23 @@ async def test_reasoning_never_reaches_a_plan_a_report_or_a_tool_argument(
     assert not any("SECRET-THOUGHT" in str(m.get("content")) for m in later["messages"] if m["role"] != "system")
 
 
+# --- a provider's implausible "too long" ------------------------------------------------------
+
+
+async def test_a_stated_window_far_above_what_was_sent_is_a_provider_error_not_a_window(
+    temporal_client, task_queue, worker, llm, script
+):
+    # llama-cpp-python's tool-call handler once answered a ~600-token request so.
+    said = "This model's maximum context length is 8192 tokens (8192 in the messages, 0 in the completion)"
+    llm.handler = Override(llm.handler, "planner", lambda request, normal: Reply(said, status=400))
+    result = await run(temporal_client, task_queue)
+    assert result.status == "completed" and FACT in result.final_report
+    first, retry = attempts_of_first(llm, "planner")[:2]
+    assert first["_status"] == 400 and retry["_status"] == 200
+    # Asked again as it was: not refitted to a 1,024-token window learned from it.
+    assert retry["messages"] == first["messages"] and bound(retry) == 2048
+
+
 # --- servers that stream differently -------------------------------------------------------
 
 
