@@ -296,13 +296,14 @@ class ModelActivities:
                 said = f"{err.message} {json.dumps(err.body, default=str)}".lower()
                 if not _REJECTED_PARAMETER.search(said):
                     raise
-                bound = kwargs.get(self.bound_name)
-                other = "max_completion_tokens" if self.bound_name == "max_tokens" else "max_tokens"
-                if "max_completion_tokens" in said and other not in tried and bound:
+                sent = "max_tokens" if "max_tokens" in kwargs else "max_completion_tokens"
+                other = "max_completion_tokens" if sent == "max_tokens" else "max_tokens"
+                if "max_completion_tokens" in said and other not in tried and sent in kwargs:
                     tried.add(other)
-                    kwargs[other] = kwargs.pop(self.bound_name)
+                    kwargs[other] = kwargs.pop(sent)
                     self.bound_name = other
-                elif "stream_options" in said and self.usage_option and self.settings.model_stream:
+                elif "stream_options" in said and "stream_options" not in tried and self.settings.model_stream:
+                    tried.add("stream_options")
                     self.usage_option = False
                 else:
                     raise

@@ -278,6 +278,14 @@ async def test_a_stream_cut_off_midway_is_retried(temporal_client, task_queue, w
     assert len(attempts_of_first(llm, "reporter")) == 2
 
 
+async def test_streaming_can_be_turned_off(temporal_client, task_queue, research_worker, llm, script):
+    async with research_worker(DEEPRESEARCH_MODEL_STREAM="off"):
+        result = await run(temporal_client, task_queue)
+    assert result.status == "completed" and FACT in result.final_report
+    assert not any(r.get("stream") for r in llm.calls()) and all(bound(r) for r in llm.calls())
+    assert result.usage.completion_tokens > 0
+
+
 # --- run ids ----------------------------------------------------------------------------------
 
 
