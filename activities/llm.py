@@ -22,7 +22,7 @@ from urllib.parse import quote
 import openai
 from openai import AsyncOpenAI
 from temporalio import activity
-from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
+from temporalio.exceptions import ApplicationError
 
 from activities import context, overflow, reading, text_tools
 from activities.heartbeat import heartbeating
@@ -344,7 +344,6 @@ class ModelActivities:
                 f"the model's reply degenerated into repetition (the {request.serving_role}'s reply was cut off "
                 "while it streamed)",
                 type="ModelRepetition",
-                category=ApplicationErrorCategory.BENIGN,
             ) from None
         activity.logger.warning("the model's reply looped again: kept what it wrote before the loop")
         return err.completion
@@ -356,12 +355,9 @@ class ModelActivities:
             # Lets the provider (and our tests) tie a request to its activity.
             info = activity.info()
             headers = {"X-Client-Request-Id": header_value(f"{info.workflow_id}/{info.activity_id}")}
-        try:
-            completion, conversation, learned = await self._complete(request, headers)
-        except ApplicationError as err:
-            raise _logged(err) from None
+        completion, conversation, learned = await self._complete(request, headers)
         if not completion.choices:
-            raise _logged(ApplicationError("the model returned no choices", type="ModelUnavailable"))
+            raise ApplicationError("the model returned no choices", type="ModelUnavailable")
         content = strip_think(clean_text(completion.content))
         calls = tool_calls(completion.tool_calls)
         allowed = request.tools + [t["function"]["name"] for t in request.extra_tools]
@@ -419,23 +415,6 @@ def _bounded(err: ApplicationError, backoff: timedelta | None = None) -> Applica
     message = f"{err.message} (after {attempt} attempts)" if last else err.message
     delay = backoff * attempt if backoff and not last else None
     return ApplicationError(message, *err.details, type=err.type, non_retryable=last, next_retry_delay=delay)
-
-
-def _logged(err: ApplicationError) -> ApplicationError:
-    """A failure Temporal will retry is logged in one line here, and the
-    worker's traceback for it goes to the debug log (category BENIGN)."""
-    if err.non_retryable or err.type in ("ModelAuthError", "ModelRequestError", "RequestTooLarge"):
-        return err
-    if activity.in_activity():
-        info = activity.info()
-        activity.logger.warning("model call failed (attempt %d, to be retried): %s", info.attempt, err.message)
-    return ApplicationError(
-        err.message,
-        *err.details,
-        type=err.type,
-        next_retry_delay=err.next_retry_delay,
-        category=ApplicationErrorCategory.BENIGN,
-    )
 
 
 def _reading_hints(conversation: list[Message]) -> str:

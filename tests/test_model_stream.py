@@ -122,22 +122,20 @@ async def test_a_slow_model_that_keeps_writing_is_not_cut_off(
     assert len(attempts_of_first(llm, "reporter")) == 1, "a model that kept writing was cut off and asked again"
 
 
-async def test_a_model_that_falls_silent_is_retried_once_with_one_log_line(
+async def test_a_model_that_falls_silent_is_retried_once_and_named_slow(
     temporal_client, task_queue, research_worker, llm, script, caplog
 ):
     # The planner's first answer stops after a few pieces, silent for 4 s.
     llm.handler = Override(llm.handler, "planner", lambda request, normal: paced(normal, stall=(3, 4.0)))
-    caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.WARNING, logger="temporalio.activity")
     async with research_worker(DEEPRESEARCH_MODEL_TIMEOUT="2", DEEPRESEARCH_MODEL_IDLE_TIMEOUT="1"):
         result = await run(temporal_client, task_queue)
     assert result.status == "completed" and FACT in result.final_report
     assert len(attempts_of_first(llm, "planner")) == 2
-    retried = [r for r in caplog.records if "to be retried" in r.getMessage()]
-    assert len(retried) == 1 and "no token for 1 s" in retried[0].getMessage()
-    assert "unreachable" not in retried[0].getMessage() and not retried[0].exc_info
-    # The worker's own traceback of the retried failure went to the debug log only.
-    loud = [r for r in caplog.records if r.exc_info and r.levelno >= logging.WARNING]
-    assert not loud, [r.getMessage() for r in loud]
+    assert llm.streams_cut >= 1  # the silent stream was closed, not waited out
+    # What the worker logs (``run`` shows it as one line): slow, not unreachable.
+    failed = [str(r.exc_info[1]) for r in caplog.records if r.exc_info and r.exc_info[1] is not None]
+    assert len(failed) == 1 and "no token for 1 s" in failed[0] and "unreachable" not in failed[0]
 
 
 async def test_a_model_that_never_answers_fails_after_a_few_tries_saying_so(
