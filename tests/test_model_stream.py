@@ -316,3 +316,24 @@ def test_the_cli_runs_a_question_under_a_non_ascii_id(worker_env, script, data_d
     assert out.returncode == 0, out.stderr[-2000:]
     assert FACT in out.stdout
     assert "Traceback" not in out.stderr and "codec" not in out.stderr
+
+
+# --- the loop detector itself (pure) --------------------------------------------------------
+
+
+def test_the_loop_detector_finds_loops_and_leaves_prose_alone():
+    from activities.repetition import LoopWatch, cut_loop, looping_suffix
+
+    prose = " ".join(f"Sentence {n} says something else about tides, {n * 7} of them." for n in range(200))
+    assert looping_suffix(prose[-4000:]) is None
+    assert looping_suffix("| a | b |\n|---|---|\n" + "| x | y |\n" * 20) is None  # a short table is not a loop
+    chinese = "电池的能量密度很高。" + "这是一个很长的句子，它一直重复。" * 200
+    watch = LoopWatch()
+    fed = 0
+    for at in range(0, len(chinese), 7):  # as a stream delivers it
+        fed = at + 7
+        if watch.feed(chinese[at : at + 7]):
+            break
+    assert watch.loop and watch.loop[0] == len("这是一个很长的句子，它一直重复。")
+    assert fed < len(chinese) // 2  # seen long before the end
+    assert cut_loop(chinese[:fed], *watch.loop).count("它一直重复") == 1
