@@ -70,6 +70,7 @@ MAX_OUTPUT_TOKENS = {
     "podcast": 4_096,
     "slides": 4_096,
     "prose": 4_096,
+    "followup": 4_096,  # a cited answer to a follow-up question
 }
 DEFAULT_MAX_OUTPUT_TOKENS = 2_048  # a researcher's, coder's or analyst's turn
 
