@@ -24,7 +24,7 @@ from openai import AsyncOpenAI
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import context, overflow, reading, text_tools
+from activities import context, cut_replies, overflow, reading, text_tools
 from activities.heartbeat import heartbeating
 from activities.llm_stream import BrokenStream, Completion, Looping, Silence, stream_completion
 from activities.retry_after import retry_delay
@@ -363,8 +363,9 @@ class ModelActivities:
         allowed = request.tools + [t["function"]["name"] for t in request.extra_tools]
         if self.settings.tool_calling != "native" and allowed and request.tool_choice == "auto":
             content, calls = text_tools.parse_reply(content, allowed)
-        if completion.finish_reason in ("length", "repetition") and not calls and request.output == "text" and content:
-            content += _cut_note(completion.finish_reason, request.serving_role)
+        cut = completion.finish_reason in cut_replies.CUT
+        if cut and not calls and request.output == "text" and content:
+            content += cut_replies.note(completion.finish_reason or "", request.serving_role)
         reply = Message(role="assistant", content=content, tool_calls=calls)
         history = await self.blobs.put(
             json.dumps([m.model_dump(exclude_defaults=True) for m in conversation + [reply]])
@@ -372,7 +373,9 @@ class ModelActivities:
         plan, script, problem = None, None, None
         locale = str(request.variables.get("locale") or "en-US")
         if request.output == "plan":  # json-repair can take long on hostile text: off the event loop
-            plan = await asyncio.to_thread(read_plan, content, request.max_steps or 20, locale, request.topic)
+            reading = cut_replies.cut_plan if cut else read_plan
+            args = (content, request.max_steps or 20, locale, request.topic) + ((request.serving_role,) if cut else ())
+            plan = await asyncio.to_thread(reading, *args)
             problem = plan.problem
         elif request.output == "podcast":
             script, problem = await asyncio.to_thread(read_podcast_script, content, locale)
@@ -395,15 +398,6 @@ def header_value(text: str) -> str:
     else (non-ASCII, spaces, CR/LF) percent-encoded as UTF-8, so any run id
     Temporal accepts can travel in a header and still be read back."""
     return quote(text, safe="!#$&'()*+,/:;=?@[]~-._")
-
-
-def _cut_note(reason: str, role: str) -> str:
-    why = (
-        f"the output limit (DEEPRESEARCH_MAX_OUTPUT_TOKENS_{role.upper()})"
-        if reason == "length"
-        else "the point where the model began repeating itself"
-    )
-    return f"\n\n*[This reply was cut off at {why}.]*"
 
 
 def _bounded(err: ApplicationError, backoff: timedelta | None = None) -> ApplicationError:

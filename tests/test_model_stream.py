@@ -107,6 +107,15 @@ async def test_a_report_cut_at_its_bound_says_so(temporal_client, task_queue, re
     assert "cut off at the output limit (DEEPRESEARCH_MAX_OUTPUT_TOKENS_REPORTER)" in result.final_report
 
 
+async def test_a_plan_cut_at_its_bound_is_repaired(temporal_client, task_queue, research_worker, llm, script):
+    llm.enforce_max_tokens = True
+    async with research_worker(DEEPRESEARCH_MAX_OUTPUT_TOKENS_PLANNER="95"):  # cut in its last step_type
+        result = await run(temporal_client, task_queue)
+    assert result.status == "completed" and result.plan and result.plan.steps
+    assert [bound(r) for r in llm.calls("planner")] == [95]  # repaired, not asked again
+    assert [s.title for s in result.plan.steps] == ["Find the lighthouse fact"]  # the unfinished step left out
+
+
 # --- slow and silent models -------------------------------------------------------------
 
 
