@@ -17,14 +17,16 @@ from functools import cache
 from importlib import resources
 from string import Template
 from typing import Any
+from urllib.parse import quote
 
 import openai
 from openai import AsyncOpenAI
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import context, overflow, reading, text_tools
+from activities import context, cut_replies, overflow, reading, text_tools
 from activities.heartbeat import heartbeating
+from activities.llm_stream import BrokenStream, Completion, Looping, Silence, stream_completion
 from activities.retry_after import retry_delay
 from infra.blobs import BlobStore
 from infra.settings import Settings
@@ -61,6 +63,11 @@ def _tool_schemas() -> dict[str, dict]:
 
 MAX_RETRY_AFTER = timedelta(seconds=120)
 OVERFLOW_RETRIES = 3  # refits after the provider says the request exceeds its window
+# A call that times out, loops or meets a provider's implausible "too long"
+# is tried at most this often (other failures: the activity's retry policy).
+BOUNDED_ATTEMPTS = 3
+TIMEOUT_BACKOFF = timedelta(seconds=10)  # times the attempt: a busy server finishes what it was writing
+_REJECTED_PARAMETER = re.compile(r"unsupported|not supported|unrecognized|unknown|not permitted|instead|extra")
 
 
 def _retry_after(err: openai.APIStatusError) -> timedelta | None:
@@ -120,6 +127,8 @@ def classify(
             type="ModelRequestError",
             non_retryable=True,
         )
+    if isinstance(err, openai.APITimeoutError):  # a subclass of APIConnectionError: it answered, too slowly
+        return ApplicationError(f"the {service} did not answer in time ({endpoint_hint})", type="ModelTimeout")
     if isinstance(err, openai.APIConnectionError):
         return ApplicationError(
             f"the {service} is unreachable at {endpoint_hint}: {type(err).__name__}: {said}", type="ModelUnavailable"
@@ -135,12 +144,18 @@ class ModelActivities:
         self.tools = _tool_schemas()
         # Named in errors: the URL the user set, and the variable that sets it.
         self.endpoint = f"{settings.openai_base_url or 'https://api.openai.com/v1'} (OPENAI_BASE_URL)"
+        # Streamed calls time out on silence (llm_stream); the client's own
+        # timeout is the backstop, or the bound of a call that does not stream.
+        backstop = max(settings.model_timeout, settings.model_idle_timeout) + 30
         self.client = AsyncOpenAI(
             api_key=settings.openai_api_key or "not-needed",
             base_url=settings.openai_base_url,
             max_retries=0,  # Temporal owns retrying
-            timeout=settings.model_timeout,
+            timeout=backstop if settings.model_stream else settings.model_timeout,
         )
+        # What this endpoint turned out to accept (learned from its 400s).
+        self.bound_name = "max_tokens"  # or "max_completion_tokens" (OpenAI's reasoning models)
+        self.usage_option = True  # stream_options.include_usage
 
     def _api_message(self, message: Message, blobs: dict[str, str], share: int, hints: str) -> dict[str, Any]:
         content = message.content
@@ -205,6 +220,9 @@ class ModelActivities:
             kwargs["tool_choice"] = request.tool_choice
         if request.json_mode and native:
             kwargs["response_format"] = {"type": "json_object"}
+        # The output bound: the role's, never more than the room left.
+        room = window - context.total_tokens(messages) - context.tools_tokens(kwargs.get("tools") or []) - 16
+        kwargs[self.bound_name] = max(min(self.settings.max_output_for(role), room), 16)
         return kwargs, conversation
 
     def window(self, request: ModelRequest) -> int:
@@ -213,11 +231,13 @@ class ModelActivities:
         configured = self.settings.context_window_for(request.serving_role)
         return min(configured, request.context_window or configured)
 
-    async def _complete(self, request: ModelRequest, headers: dict[str, str]) -> tuple[Any, list[Message], int | None]:
+    async def _complete(
+        self, request: ModelRequest, headers: dict[str, str]
+    ) -> tuple[Completion, list[Message], int | None]:
         """One completion; a request the provider finds too long for its
         context window is fitted again to the window it states (or a smaller
         one) and sent again, up to ``OVERFLOW_RETRIES`` times. Returns the
-        response, the conversation and the window learned (None: as set)."""
+        completion, the conversation and the window learned (None: as set)."""
         window, learned = self.window(request), None
         for attempt in range(OVERFLOW_RETRIES + 1):
             kwargs, conversation = await self.build_request(request, window)
@@ -225,7 +245,9 @@ class ModelActivities:
                 kwargs["extra_headers"] = headers
             try:
                 async with heartbeating():
-                    return await self.client.chat.completions.create(**kwargs), conversation, learned
+                    return await self._send(kwargs), conversation, learned
+            except Looping as err:
+                return self._looped(err, request), conversation, learned
             except openai.APIStatusError as err:
                 said = f"{err} {json.dumps(err.body, default=str)}"
                 if not overflow.is_overflow(err.status_code, said):
@@ -240,12 +262,93 @@ class ModelActivities:
                         non_retryable=True,
                     ) from None
                 sent = context.total_tokens(kwargs["messages"]) + context.tools_tokens(kwargs.get("tools") or [])
-                learned = window = overflow.smaller_window(window, said, sent)
+                new = overflow.smaller_window(window, said, sent, kwargs.get(self.bound_name) or 0)
+                if new is None:  # the provider's numbers do not fit what was sent: not our overflow
+                    raise _bounded(
+                        ApplicationError(
+                            f"the model provider said the request exceeds its context window, but the request was "
+                            f"about {sent:,} tokens of a {window:,}-token window: a provider error "
+                            f"({scrub(str(err.message), self.settings.secrets)[:300]})",
+                            type="ModelUnavailable",
+                        )
+                    ) from None
+                learned = window = new
                 if activity.in_activity():
                     activity.logger.info("context window exceeded: fitting the request to %s tokens", window)
+            except Silence as err:
+                raise _bounded(self._silence(err), TIMEOUT_BACKOFF) from None
+            except BrokenStream as err:
+                said = scrub(str(err), self.settings.secrets)[:500]
+                raise ApplicationError(f"model provider call failed: {said}", type="ModelUnavailable") from None
             except openai.OpenAIError as err:
-                raise classify(err, self.settings.secrets, endpoint_hint=self.endpoint) from None
+                failure = classify(err, self.settings.secrets, endpoint_hint=self.endpoint)
+                raise (_bounded(failure, TIMEOUT_BACKOFF) if failure.type == "ModelTimeout" else failure) from None
         raise AssertionError("unreachable")
+
+    async def _send(self, kwargs: dict[str, Any]) -> Completion:
+        """The completion, streamed unless DEEPRESEARCH_MODEL_STREAM=off. A
+        parameter the endpoint rejects (``max_tokens`` where it wants
+        ``max_completion_tokens``, or the other way; ``stream_options``) is
+        renamed or left out and the request sent again, once each."""
+        tried: set[str] = set()
+        while True:
+            try:
+                return await self._send_once(kwargs)
+            except openai.BadRequestError as err:
+                said = f"{err.message} {json.dumps(err.body, default=str)}".lower()
+                if not _REJECTED_PARAMETER.search(said):
+                    raise
+                sent = "max_tokens" if "max_tokens" in kwargs else "max_completion_tokens"
+                other = "max_completion_tokens" if sent == "max_tokens" else "max_tokens"
+                if "max_completion_tokens" in said and other not in tried and sent in kwargs:
+                    tried.add(other)
+                    kwargs[other] = kwargs.pop(sent)
+                    self.bound_name = other
+                elif "stream_options" in said and "stream_options" not in tried and self.settings.model_stream:
+                    tried.add("stream_options")
+                    self.usage_option = False
+                else:
+                    raise
+
+    async def _send_once(self, kwargs: dict[str, Any]) -> Completion:
+        settings = self.settings
+        if settings.model_stream:
+            extra = {"stream_options": {"include_usage": True}} if self.usage_option else {}
+            return await stream_completion(
+                self.client, kwargs | extra, settings.model_timeout, settings.model_idle_timeout
+            )
+        response = await self.client.chat.completions.create(**kwargs)
+        if not response.choices:
+            return Completion()
+        choice = response.choices[0]
+        return Completion(
+            content=choice.message.content or "",
+            tool_calls=list(choice.message.tool_calls or []),
+            finish_reason=choice.finish_reason,
+            prompt_tokens=_count(response.usage, "prompt_tokens"),
+            completion_tokens=_count(response.usage, "completion_tokens"),
+            choices=len(response.choices),
+        )
+
+    def _silence(self, err: Silence) -> ApplicationError:
+        if err.first:
+            said = f"the model did not answer within {err.seconds:g} s (DEEPRESEARCH_MODEL_TIMEOUT)"
+        else:
+            said = f"the model stopped writing: no token for {err.seconds:g} s (DEEPRESEARCH_MODEL_IDLE_TIMEOUT)"
+        return ApplicationError(f"{said} at {self.endpoint}", type="ModelTimeout")
+
+    def _looped(self, err: Looping, request: ModelRequest) -> Completion:
+        """A reply that looped: a failed turn, tried again; on the last
+        allowed attempt, what it wrote before the loop, cut there."""
+        attempt = activity.info().attempt if activity.in_activity() else BOUNDED_ATTEMPTS
+        if attempt < BOUNDED_ATTEMPTS:
+            raise ApplicationError(
+                f"the model's reply degenerated into repetition (the {request.serving_role}'s reply was cut off "
+                "while it streamed)",
+                type="ModelRepetition",
+            ) from None
+        activity.logger.warning("the model's reply looped again: kept what it wrote before the loop")
+        return err.completion
 
     @activity.defn(name="chat")
     async def chat(self, request: ModelRequest) -> ModelReply:
@@ -253,25 +356,28 @@ class ModelActivities:
         if activity.in_activity():
             # Lets the provider (and our tests) tie a request to its activity.
             info = activity.info()
-            headers = {"X-Client-Request-Id": f"{info.workflow_id}/{info.activity_id}"}
-        response, conversation, learned = await self._complete(request, headers)
-        if not response.choices:
+            headers = {"X-Client-Request-Id": header_value(f"{info.workflow_id}/{info.activity_id}")}
+        completion, conversation, learned = await self._complete(request, headers)
+        if not completion.choices:
             raise ApplicationError("the model returned no choices", type="ModelUnavailable")
-        message = response.choices[0].message
-        content = strip_think(clean_text(message.content))
-        calls = tool_calls(message.tool_calls)
+        content = strip_think(clean_text(completion.content))
+        calls = tool_calls(completion.tool_calls)
         allowed = request.tools + [t["function"]["name"] for t in request.extra_tools]
         if self.settings.tool_calling != "native" and allowed and request.tool_choice == "auto":
             content, calls = text_tools.parse_reply(content, allowed)
+        cut = completion.finish_reason in cut_replies.CUT
+        if cut and not calls and request.output == "text" and content:
+            content += cut_replies.note(completion.finish_reason or "", request.serving_role)
         reply = Message(role="assistant", content=content, tool_calls=calls)
         history = await self.blobs.put(
             json.dumps([m.model_dump(exclude_defaults=True) for m in conversation + [reply]])
         )
-        usage = response.usage
         plan, script, problem = None, None, None
         locale = str(request.variables.get("locale") or "en-US")
         if request.output == "plan":  # json-repair can take long on hostile text: off the event loop
-            plan = await asyncio.to_thread(read_plan, content, request.max_steps or 20, locale, request.topic)
+            reading = cut_replies.cut_plan if cut else read_plan
+            args = (content, request.max_steps or 20, locale, request.topic) + ((request.serving_role,) if cut else ())
+            plan = await asyncio.to_thread(reading, *args)
             problem = plan.problem
         elif request.output == "podcast":
             script, problem = await asyncio.to_thread(read_podcast_script, content, locale)
@@ -279,14 +385,32 @@ class ModelActivities:
             content=reply.content,
             tool_calls=calls,
             history=history,
-            prompt_tokens=_count(usage, "prompt_tokens"),
-            completion_tokens=_count(usage, "completion_tokens"),
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
             plan=plan.plan if plan else None,
             problem=problem,
             steps_cut=plan.cut if plan else [],
             podcast=script,
             context_window=learned,
         )
+
+
+def header_value(text: str) -> str:
+    """``text`` as an HTTP header value: visible ASCII as it is, anything
+    else (non-ASCII, spaces, CR/LF) percent-encoded as UTF-8, so any run id
+    Temporal accepts can travel in a header and still be read back."""
+    return quote(text, safe="!#$&'()*+,/:;=?@[]~-._")
+
+
+def _bounded(err: ApplicationError, backoff: timedelta | None = None) -> ApplicationError:
+    """``err`` retried at most ``BOUNDED_ATTEMPTS`` times in all, ``backoff``
+    times the attempt apart (a timeout: the server may still be busy with the
+    call it gave up on)."""
+    attempt = activity.info().attempt if activity.in_activity() else 1
+    last = attempt >= BOUNDED_ATTEMPTS
+    message = f"{err.message} (after {attempt} attempts)" if last else err.message
+    delay = backoff * attempt if backoff and not last else None
+    return ApplicationError(message, *err.details, type=err.type, non_retryable=last, next_retry_delay=delay)
 
 
 def _reading_hints(conversation: list[Message]) -> str:
@@ -324,5 +448,21 @@ def tool_calls(raw: Any) -> list[ToolCall]:
             ident = f"call_{n}_{len(seen)}"
         seen.add(ident)
         name = clean_text(getattr(function, "name", None)).strip()[:200]
-        calls.append(ToolCall(id=ident, name=name, arguments=repair_arguments(getattr(function, "arguments", None))))
+        arguments = repair_arguments(getattr(function, "arguments", None))
+        if "think>" in arguments.lower():
+            arguments = _without_reasoning(arguments)
+        calls.append(ToolCall(id=ident, name=name, arguments=arguments))
     return calls
+
+
+def _without_reasoning(arguments: str) -> str:
+    """A tool call's arguments without the ``<think>`` reasoning some models
+    put into them, before the object or inside its values."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return strip_think(arguments) or "{}"
+    if not isinstance(value, dict):
+        return arguments
+    cleaned = {k: strip_think(v) if isinstance(v, str) else v for k, v in value.items()}
+    return json.dumps(cleaned, ensure_ascii=False)

@@ -66,12 +66,26 @@ def _first(patterns: list[re.Pattern], text: str) -> int | None:
     return None
 
 
-def smaller_window(window: int, said: str, sent: int) -> int:
+# The provider may count up to this many times the tokens we estimate (its
+# tokenizer, its chat template); beyond that its numbers are not about our
+# request (llama-cpp-python once said "8192 in the messages" of a ~600-token one).
+MAX_COUNT_RATIO = 3
+
+
+def smaller_window(window: int, said: str, sent: int, asked: int = 0) -> int | None:
     """The window to fit the request to after the provider refused one fitted
-    to ``window`` tokens, whose size we estimated at ``sent`` tokens: the
-    window the provider states, scaled down by how much more it counted than
-    we did; always smaller than ``window``."""
+    to ``window`` tokens, whose prompt we estimated at ``sent`` tokens with
+    ``asked`` tokens of output: the window the provider states, scaled down by
+    how much more it counted than we did; always smaller than ``window``.
+    None when the provider's numbers cannot be about this request (it states
+    a window far above what was sent and asked for, or counts far more than
+    was sent): not an overflow of ours, and nothing to learn from it."""
     limit, counted = _first(_LIMIT, said), _first(_COUNTED, said)
+    need = sent + asked
+    if sent and limit and need * MAX_COUNT_RATIO < limit:
+        return None
+    if sent and counted and counted > sent * MAX_COUNT_RATIO:
+        return None
     new = min(window, limit) if limit else window
     if counted and sent and counted > sent:  # it counts more than we estimate
         new = int(new * sent / counted)

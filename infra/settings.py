@@ -60,6 +60,47 @@ _CONTEXT_WINDOWS = (
 )
 DEFAULT_CONTEXT_WINDOW = 32_000
 
+# -- the model call: output bounds and streaming (activities/llm.py) ---------------
+# Each role's output bound in tokens, fitted to its job; the room left in the
+# context window caps it too. DEEPRESEARCH_MAX_OUTPUT_TOKENS[_ROLE] overrides.
+MAX_OUTPUT_TOKENS = {
+    "coordinator": 1_024,  # a routing reply or a short direct answer
+    "planner": 2_048,
+    "reporter": 8_192,
+    "reasoning": 8_192,  # a reasoning model thinks within its bound
+    "podcast": 4_096,
+    "slides": 4_096,
+    "prose": 4_096,
+    "followup": 4_096,  # a cited answer to a follow-up question
+}
+DEFAULT_MAX_OUTPUT_TOKENS = 2_048  # a researcher's, coder's or analyst's turn
+
+
+def _model_call_settings(env: Mapping[str, str]) -> dict:
+    """The model call's settings: output bounds, silence timeout, streaming."""
+    default = _tokens(env, "DEEPRESEARCH_MAX_OUTPUT_TOKENS")
+    bounds = {
+        role: _tokens(env, f"DEEPRESEARCH_MAX_OUTPUT_TOKENS_{role.upper()}")
+        or default
+        or MAX_OUTPUT_TOKENS.get(role, DEFAULT_MAX_OUTPUT_TOKENS)
+        for role in ROLES
+    }
+    stream = (env.get("DEEPRESEARCH_MODEL_STREAM") or "on").strip().lower() not in ("0", "false", "no", "off")
+    return dict(
+        max_output_tokens=bounds,
+        model_idle_timeout=_seconds(env, "DEEPRESEARCH_MODEL_IDLE_TIMEOUT", 120.0),
+        model_stream=stream,
+    )
+
+
+def _tokens(env: Mapping[str, str], name: str) -> int | None:
+    value = (env.get(name) or "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or not 16 <= int(value) <= 1_000_000:
+        raise ConfigError(f"{name} must be a whole number of tokens from 16 to 1000000, got {value!r}")
+    return int(value)
+
 
 def default_data_dir() -> Path:
     from platformdirs import user_data_dir
@@ -138,6 +179,9 @@ class Settings:
     tts_base_url: str | None = None  # default: OPENAI_BASE_URL
     sandbox_url: str | None = None  # the sandbox service, for DEEPRESEARCH_SANDBOX=remote
     context_window_source: str = ""  # where the default role's window came from (`doctor` shows it)
+    max_output_tokens: dict[str, int] = field(default_factory=dict)  # by role; see MAX_OUTPUT_TOKENS
+    model_idle_timeout: float = 120.0  # seconds without a token before a streamed call gives up
+    model_stream: bool = True  # stream completions (DEEPRESEARCH_MODEL_STREAM=off: one JSON body)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -183,6 +227,7 @@ class Settings:
             tts_base_url=(env.get("DEEPRESEARCH_TTS_BASE_URL") or "").strip() or env.get("OPENAI_BASE_URL") or None,
             sandbox_url=(env.get("DEEPRESEARCH_SANDBOX_URL") or "").strip() or None,
             context_window_source=window_source(default_window, models["researcher"]),
+            **_model_call_settings(env),
         )
 
     def check(self) -> None:
@@ -236,6 +281,9 @@ class Settings:
 
     def context_window_for(self, role: str) -> int:
         return self.context_windows.get(role) or DEFAULT_CONTEXT_WINDOW
+
+    def max_output_for(self, role: str) -> int:
+        return self.max_output_tokens.get(role) or MAX_OUTPUT_TOKENS.get(role, DEFAULT_MAX_OUTPUT_TOKENS)
 
     @property
     def secrets(self) -> list[str]:

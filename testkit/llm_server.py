@@ -6,6 +6,16 @@
 The handler gets the parsed request JSON and returns a ``Reply``, a plain
 string (the reply's content) or a dict (sent verbatim as the response body;
 as a single SSE event when the request streams).
+
+A streaming request (``stream: true``) is answered with server-sent events,
+the content in small pieces: ``Reply.token_delay`` between pieces (a slow
+model), ``Reply.stall`` (a silence mid-answer), ``Reply.reasoning`` (sent as
+``reasoning_content``). Server switches mimic what real servers do:
+``plain_json_streams`` (a JSON body even when asked to stream),
+``reject_stream_options``, ``want_max_completion_tokens`` (OpenAI's reasoning
+models) and ``enforce_max_tokens`` (cut the reply at the request's bound,
+``finish_reason: "length"``). ``streams_cut`` counts the streams the client
+hung up on before their end.
 """
 
 from __future__ import annotations
@@ -41,6 +51,9 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     body: str | None = None  # sent verbatim instead of a chat.completion (SSE text if streaming)
+    token_delay: float = 0.0  # seconds between streamed pieces
+    stall: tuple[int, float] | None = None  # (after this many pieces, this many seconds of silence)
+    reasoning: str = ""  # the model's reasoning, sent as reasoning_content
 
 
 Handler = Callable[[dict], "Reply | dict | str"]
@@ -62,6 +75,11 @@ class ScriptedLLM(ScriptedServer):
         self.largest_prompt = 0  # the largest prompt received, in tokens
         self.tokens_received = 0  # all prompts received, in tokens
         self.rejected: list[tuple[str, int]] = []  # (role, tokens) of requests over the window
+        self.plain_json_streams = False
+        self.reject_stream_options = False
+        self.want_max_completion_tokens = False
+        self.enforce_max_tokens = False
+        self.streams_cut = 0  # streams the client closed before their end
 
     @property
     def base_url(self) -> str:
@@ -101,10 +119,12 @@ class ScriptedLLM(ScriptedServer):
                     }
                 },
             )
+        if problem := self._parameter_problem(request):
+            return self._error(400, problem, {})
         reply = self.handler(request)
         if isinstance(reply, str):
             reply = Reply(reply)
-        stream = bool(request.get("stream"))
+        stream = bool(request.get("stream")) and not self.plain_json_streams
         if isinstance(reply, dict):
             raw = json.dumps(reply)
             reply = Reply(body=f"data: {raw}\n\ndata: [DONE]\n\n" if stream else raw)
@@ -116,8 +136,32 @@ class ScriptedLLM(ScriptedServer):
             return self._response(reply, stream, reply.body.encode())
         completion = self._completion(request, reply)
         if stream:
-            return self._response(reply, True, _sse(completion, request))
+            return self._response(reply, True, self._counted(_sse(completion, request, reply)))
+        # Not streamed: the answer comes once the whole of it is written.
+        pieces = len(list(_sse(completion, request, Reply())))
+        time.sleep(reply.token_delay * pieces + (reply.stall[1] if reply.stall else 0.0))
         return self._response(reply, False, json.dumps(completion).encode())
+
+    def _parameter_problem(self, request: dict) -> str | None:
+        """A 400 message for a parameter this server does not take, as real ones word it."""
+        if self.reject_stream_options and "stream_options" in request:
+            return "Unrecognized request argument supplied: stream_options"
+        if self.want_max_completion_tokens and "max_tokens" in request:
+            return (
+                "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead."
+            )
+        return None
+
+    def _counted(self, events: Iterator[bytes]) -> Iterator[bytes]:
+        finished = False
+        try:
+            yield from events
+            finished = True
+        finally:
+            if not finished:
+                with self._lock:
+                    self.streams_cut += 1
 
     def _response(self, reply: Reply, stream: bool, body) -> Response:
         content_type = "text/event-stream" if stream and reply.status == 200 else "application/json"
@@ -132,10 +176,16 @@ class ScriptedLLM(ScriptedServer):
             }
             for name, args in reply.tool_calls
         ]
-        message: dict = {"role": "assistant", "content": reply.content or (None if tool_calls else "")}
+        content, finish = reply.content, "tool_calls" if tool_calls else "stop"
+        bound = request.get("max_tokens") or request.get("max_completion_tokens")
+        if self.enforce_max_tokens and isinstance(bound, int) and len(content) > bound * 4:
+            content, finish = content[: bound * 4], "length"  # about 4 characters a token
+        message: dict = {"role": "assistant", "content": content or (None if tool_calls else "")}
         if tool_calls:
             message["tool_calls"] = tool_calls
-        generated = reply.content + "".join(c["function"]["arguments"] for c in tool_calls)
+        if reply.reasoning:
+            message["reasoning_content"] = reply.reasoning
+        generated = content + "".join(c["function"]["arguments"] for c in tool_calls)
         prompt_tokens = len(json.dumps(request.get("messages", []))) // 4
         completion_tokens = len(generated) // 4 + 1
         return {
@@ -147,7 +197,7 @@ class ScriptedLLM(ScriptedServer):
                 {
                     "index": 0,
                     "message": message,
-                    "finish_reason": "tool_calls" if tool_calls else "stop",
+                    "finish_reason": finish,
                     "logprobs": None,
                 }
             ],
@@ -159,8 +209,9 @@ class ScriptedLLM(ScriptedServer):
         }
 
 
-def _sse(completion: dict, request: dict) -> Iterator[bytes]:
-    """The completion as chat.completion.chunk events, content in small pieces."""
+def _sse(completion: dict, request: dict, reply: Reply) -> Iterator[bytes]:
+    """The completion as chat.completion.chunk events, content in small
+    pieces, tool calls in two (name, then arguments), paced as ``reply`` says."""
     message, choice = completion["choices"][0]["message"], completion["choices"][0]
     head = {k: completion[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
 
@@ -168,13 +219,37 @@ def _sse(completion: dict, request: dict) -> Iterator[bytes]:
         chunk = head | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]} | extra
         return f"data: {json.dumps(chunk)}\n\n".encode()
 
-    yield event({"role": "assistant", "content": ""})
-    content = message["content"] or ""
-    for start in range(0, len(content), 16):
-        yield event({"content": content[start : start + 16]})
-    for index, call in enumerate(message.get("tool_calls", [])):
-        yield event({"tool_calls": [{"index": index, **call}]})
-    yield event({}, choice["finish_reason"])
+    def pieces() -> Iterator[bytes]:
+        yield event({"role": "assistant", "content": ""})
+        reasoning = message.get("reasoning_content") or ""
+        for start in range(0, len(reasoning), 16):
+            yield event({"reasoning_content": reasoning[start : start + 16]})
+        content = message["content"] or ""
+        for start in range(0, len(content), 16):
+            yield event({"content": content[start : start + 16]})
+        for index, call in enumerate(message.get("tool_calls", [])):
+            function = call["function"]
+            yield event(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": function["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
+            yield event({"tool_calls": [{"index": index, "function": {"arguments": function["arguments"]}}]})
+        yield event({}, choice["finish_reason"])
+
+    for n, piece in enumerate(pieces()):
+        if reply.stall and n == reply.stall[0]:
+            time.sleep(reply.stall[1])
+        elif n and reply.token_delay:
+            time.sleep(reply.token_delay)
+        yield piece
     if (request.get("stream_options") or {}).get("include_usage"):
         yield (f"data: {json.dumps(head | {'choices': [], 'usage': completion['usage']})}\n\n").encode()
     yield b"data: [DONE]\n\n"

@@ -178,7 +178,8 @@ class ResearchScript:
         lines = [{"speaker": "female", "paragraph": "Welcome to the show. Today: what our research found."}]
         for n, fact in enumerate(facts):
             lines.append({"speaker": "male" if n % 2 == 0 else "female", "paragraph": f"Here is one: {fact}."})
-        lines.append({"speaker": "male", "paragraph": " ".join(["This is a long sentence about the findings."] * 120)})
+        long_line = " ".join(f"This is long sentence {n} about the findings." for n in range(120))  # not a loop
+        lines.append({"speaker": "male", "paragraph": long_line})
         lines.append({"speaker": "female", "paragraph": "That is all for today. Goodbye!"})
         return json.dumps({"locale": "en-US", "lines": lines})
 

@@ -116,14 +116,16 @@ async def test_streaming(llm: ScriptedLLM):
     stream = await openai_client(llm).chat.completions.create(
         model="m", messages=[PLANNER], stream=True, stream_options={"include_usage": True}
     )
-    content, calls, usage = "", [], None
+    content, calls, usage = "", {}, None
     async for chunk in stream:
         usage = chunk.usage or usage
         for choice in chunk.choices:
             content += choice.delta.content or ""
-            calls += choice.delta.tool_calls or []
+            for call in choice.delta.tool_calls or []:  # in pieces, by index, as OpenAI sends them
+                name, arguments = calls.get(call.index, ("", ""))
+                calls[call.index] = (name + (call.function.name or ""), arguments + (call.function.arguments or ""))
     assert content == "a streamed reply that spans chunks"
-    assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == [("f", {"x": 1})]
+    assert [(name, json.loads(arguments)) for name, arguments in calls.values()] == [("f", {"x": 1})]
     assert usage.completion_tokens > 0
 
 

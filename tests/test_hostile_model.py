@@ -84,7 +84,7 @@ async def test_researcher_with_broken_calls_gets_errors_and_the_run_completes(
                     ("web_search", {"query": ""}),
                     ("crawl", {"url": None}),
                     ("no_such_tool", {"x": 1}),
-                    ("web_search", '{"query": ' * 500),
+                    ("web_search", "".join(f'{{"q{n}": ' for n in range(500))),  # deep, not a loop
                     ("", "{}"),
                 ]
             )
@@ -262,11 +262,16 @@ async def test_deeply_nested_plan_and_handoff_are_refused_and_asked_again(
 ):
     normal_planner, asked = script.planner, []
 
+    def deep(bracket: str, n: int) -> str:
+        """``n`` brackets spaced by the Thue-Morse sequence: deep, never a loop
+        (no run repeats thrice), so the nesting limit is what refuses it."""
+        return "".join(bracket + " " * (bin(k).count("1") % 2) for k in range(n))
+
     def planner(request):
         asked.append(request)
-        return "[" * 1000 if len(asked) == 1 else normal_planner(request)
+        return deep("[", 1000) if len(asked) == 1 else normal_planner(request)
 
-    script.coordinator = lambda request: Reply(tool_calls=[("handoff_to_planner", "{" * 30000)])
+    script.coordinator = lambda request: Reply(tool_calls=[("handoff_to_planner", deep("{", 30000))])
     script.planner = planner
     handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
     result = await finish(handle)

@@ -82,7 +82,9 @@ async def test_a_six_step_report_under_an_8k_window_keeps_every_steps_fact(
     """Six long findings do not fit the reporter's window together: each is
     condensed first, and every step's key fact reaches the report."""
     script.steps = [(f"Aspect {i}", "research") for i in range(6)]
-    filler = "This paragraph repeats background that matters little for the question. " * 60
+    # Ninety different sentences (a reply of one sentence again and again is cut as a loop), no digits.
+    names = [a + b for a in "bcdfghk" for b in "aeiou" * 3][:90]
+    filler = " ".join(f"Sentence {name}{n % 7 * 'x'} gives background of little use." for n, name in enumerate(names))
 
     def researcher(request):
         step = re.search(r"## (Aspect \d)", request["messages"][1]["content"]).group(1)

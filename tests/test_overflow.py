@@ -45,9 +45,22 @@ def test_a_window_is_always_smaller_than_the_one_refused():
     # It states a window above ours, but counted far more than we estimated.
     assert smaller_window(150_000, SAID["anthropic"], sent=100_000) == int(150_000 * 100_000 / 208_000)
     # It states a window above ours and counted no more: shrink anyway.
-    assert smaller_window(8_000, "maximum context length is 32000 tokens", sent=7_000) == 7_200
+    assert smaller_window(8_000, "maximum context length is 20000 tokens", sent=7_000) == 7_200
     assert smaller_window(8_000, "context length exceeded", sent=7_000) == 6_000
     assert smaller_window(1_100, "context length exceeded", sent=900) == MIN_WINDOW
+
+
+def test_a_stated_window_far_above_what_was_sent_is_not_learned():
+    # llama-cpp-python answered a ~600-token request (its tool-call handler
+    # looped) with this; before, the run learned a 1,024-token window from it.
+    said = "This model's maximum context length is 8192 tokens (8192 in the messages, 0 in the completion)"
+    assert is_overflow(400, said)
+    assert smaller_window(8_192, said, sent=600) is None
+    assert smaller_window(8_192, said, sent=600, asked=1_024) is None
+    # It counted 14 times what we sent: not about this request either.
+    assert smaller_window(32_000, "prompt is too long: 9000 tokens > 8192 maximum", sent=640) is None
+    # What was sent and asked for is near the stated window: an overflow.
+    assert smaller_window(8_192, "maximum context length is 8192 tokens", sent=6_000, asked=2_048) == 7_372
 
 
 @pytest.mark.parametrize(

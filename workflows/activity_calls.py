@@ -34,7 +34,9 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
     from workflows.state import RunState
 
 MODEL_CALL = dict(
-    start_to_close_timeout=timedelta(minutes=30),  # above DEEPRESEARCH_MODEL_TIMEOUT
+    # A streamed call times out on silence (DEEPRESEARCH_MODEL_IDLE_TIMEOUT) and
+    # is bounded in tokens; this only bounds a very slow model's longest reply.
+    start_to_close_timeout=timedelta(minutes=60),
     heartbeat_timeout=timedelta(seconds=10),
     retry_policy=RetryPolicy(
         initial_interval=timedelta(seconds=1),

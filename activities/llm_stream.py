@@ -1,0 +1,233 @@
+"""One chat completion, streamed: read as server-sent events while the
+model writes, so a slow model that keeps writing is never cut off, and a
+silent one is noticed (no token for ``idle`` seconds) rather than a long one.
+
+Assembles what the stream carries: the content, tool calls (their names and
+arguments arrive in pieces, by index), the finish reason and the usage (the
+last event, when ``stream_options.include_usage`` is honoured). Reasoning
+(``reasoning_content``, ``reasoning``) is read as a sign of life and
+dropped. A reply that degenerates into repetition is cut off as it streams
+(``Looping``). A server that answers the streaming request with one plain
+JSON body (some do, and some scripted ones) is read as that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import httpx
+from openai import AsyncOpenAI
+
+from activities.repetition import LoopWatch, cut_loop
+
+MAX_PLAIN_BODY = 4_000_000  # characters of a non-event answer kept, to read it as one JSON body
+
+
+class Silence(Exception):
+    """No token within the time allowed: ``seconds``; ``first``: no token at all."""
+
+    def __init__(self, seconds: float, first: bool) -> None:
+        super().__init__(f"no token for {seconds:g} s")
+        self.seconds, self.first = seconds, first
+
+
+class BrokenStream(Exception):
+    """The answer could not be read: cut off, malformed, or an error event."""
+
+
+class Looping(Exception):
+    """The reply degenerated into repetition; ``completion`` is what was
+    written, cut to one copy of the repeated unit."""
+
+    def __init__(self, completion: Completion) -> None:
+        super().__init__("the reply degenerated into repetition")
+        self.completion = completion
+
+
+@dataclass
+class Completion:
+    content: str = ""
+    tool_calls: list[SimpleNamespace] = field(default_factory=list)  # .id, .function.name, .function.arguments
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    choices: int = 0  # how many choice events (or choices) the answer carried
+
+
+class _Assembly:
+    """The completion as its pieces arrive."""
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.done = Completion()
+        self.watch = LoopWatch()  # the answer: content and tool-call arguments
+        self.thinking = LoopWatch()  # the reasoning, which can loop as well
+
+    @property
+    def looping(self) -> bool:
+        return bool(self.watch.loop or self.thinking.loop)
+
+    def add(self, chunk: dict) -> bool:
+        """Take one event's JSON; whether it carried generated text."""
+        if not isinstance(chunk, dict):
+            raise BrokenStream(f"unexpected event: {str(chunk)[:200]}")
+        if chunk.get("error"):
+            error = chunk["error"]
+            raise BrokenStream(str(error.get("message") if isinstance(error, dict) else error)[:500])
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self.done.prompt_tokens = _int(usage.get("prompt_tokens")) or self.done.prompt_tokens
+            self.done.completion_tokens = _int(usage.get("completion_tokens")) or self.done.completion_tokens
+        generated = False
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            self.done.choices += 1
+            delta = choice.get("delta") or choice.get("message") or {}
+            if choice.get("finish_reason"):
+                self.done.finish_reason = str(choice["finish_reason"])
+            if isinstance(delta, dict):
+                generated = self._delta(delta) or generated
+        return generated
+
+    def _delta(self, delta: dict) -> bool:
+        text = delta.get("content")
+        generated = False
+        if isinstance(text, str) and text:
+            self.content.append(text)
+            self.watch.feed(text)
+            generated = True
+        for key in ("reasoning_content", "reasoning"):  # a sign of life, never part of the answer
+            if isinstance(delta.get(key), str) and delta[key]:
+                self.thinking.feed(delta[key])
+                generated = True
+        for position, call in enumerate(delta.get("tool_calls") or []):
+            if not isinstance(call, dict):
+                continue
+            index = call.get("index") if isinstance(call.get("index"), int) else position
+            slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+            if isinstance(call.get("id"), str) and call["id"]:
+                slot["id"] = call["id"]
+            function = call.get("function") if isinstance(call.get("function"), dict) else {}
+            name = function.get("name")
+            if isinstance(name, str) and name and name != slot["name"]:
+                slot["name"] += name  # in pieces; a server that repeats the whole name sends it equal
+            arguments = function.get("arguments")
+            if isinstance(arguments, dict):  # some servers send an object, not a string
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            if isinstance(arguments, str) and arguments:
+                slot["arguments"] += arguments
+                self.watch.feed(arguments)
+            generated = True
+        return generated
+
+    def result(self) -> Completion:
+        self.done.content = "".join(self.content)
+        self.done.tool_calls = [
+            SimpleNamespace(id=c["id"], function=SimpleNamespace(name=c["name"], arguments=c["arguments"]))
+            for _, c in sorted(self.calls.items())
+        ]
+        return self.done
+
+    def cut(self) -> Completion:
+        """What was written up to the loop, with one copy of its unit."""
+        done = self.result()
+        period, run = self.watch.loop or (0, 0)  # (0, 0): only the reasoning looped
+        if done.tool_calls and not done.content.endswith(self.watch.tail[-50:]):
+            last = done.tool_calls[-1].function
+            last.arguments = cut_loop(last.arguments, period, run)
+        else:
+            done.content = cut_loop(done.content, period, run)
+        done.finish_reason = "repetition"
+        return done
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+async def stream_completion(client: AsyncOpenAI, kwargs: dict[str, Any], first: float, idle: float) -> Completion:
+    """Send ``kwargs`` (with ``stream=True``) and read the answer: at most
+    ``first`` seconds for its first token, then at most ``idle`` seconds of
+    silence between tokens. Raises the client's errors for an error status,
+    ``Silence``, ``BrokenStream`` or ``Looping``."""
+    assembly = _Assembly()
+    began = time.monotonic()
+    try:
+        async with asyncio.timeout(first):
+            response = client.chat.completions.with_streaming_response.create(**kwargs, stream=True)
+            raw = await response.__aenter__()
+    except TimeoutError:
+        raise Silence(first, True) from None
+    try:
+        if "text/event-stream" not in raw.headers.get("content-type", ""):
+            return await _plain_body(raw.http_response, assembly, first - (time.monotonic() - began))
+        await _read_events(raw.http_response, assembly, first, idle, began)
+        return assembly.result()
+    except httpx.HTTPError as err:
+        raise BrokenStream(f"the answer was cut off: {type(err).__name__}: {err}") from None
+    finally:
+        await response.__aexit__(None, None, None)
+
+
+async def _plain_body(http: httpx.Response, assembly: _Assembly, left: float) -> Completion:
+    try:
+        async with asyncio.timeout(max(left, 1.0)):
+            body = await http.aread()
+    except TimeoutError:
+        raise Silence(left, True) from None
+    _whole_body(body, assembly)
+    return assembly.result()
+
+
+def _whole_body(body: str | bytes, assembly: _Assembly) -> None:
+    """Read a whole chat.completion body into ``assembly``."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise BrokenStream(f"the answer is not JSON: {body[:200]!r}") from None
+    assembly.add(data)
+    if assembly.looping:
+        raise Looping(assembly.cut())
+
+
+async def _read_events(http: httpx.Response, assembly: _Assembly, first: float, idle: float, began: float) -> None:
+    lines = http.aiter_lines()
+    last_token, spoke = began, False
+    other: list[str] = []  # lines that are not events: a plain JSON body sent as an event stream?
+    events = 0
+    while True:
+        allowed = idle if spoke else first
+        try:
+            async with asyncio.timeout(max(last_token + allowed - time.monotonic(), 0.01)):
+                line = await anext(lines)
+        except TimeoutError:
+            raise Silence(allowed, not spoke) from None
+        except StopAsyncIteration:  # ended without [DONE]: complete only if it said how it finished
+            if not events and other:
+                _whole_body("\n".join(other), assembly)
+            elif assembly.done.finish_reason is None:
+                raise BrokenStream("the answer was cut off before its end") from None
+            return
+        if not line.startswith("data:"):  # blank separators, ": ping" comments, "event:" names
+            if not events and line.strip() and sum(map(len, other)) < MAX_PLAIN_BODY:
+                other.append(line)
+            continue
+        events += 1
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise BrokenStream(f"an event is not JSON: {data[:200]!r}") from None
+        if assembly.add(chunk):
+            last_token, spoke = time.monotonic(), True
+        if assembly.looping:
+            raise Looping(assembly.cut())
