@@ -25,6 +25,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities import context, overflow, reading, text_tools
 from activities.heartbeat import heartbeating
+from activities.off_loop import off_loop
 from activities.retry_after import retry_delay
 from infra.blobs import BlobStore
 from infra.settings import Settings
@@ -257,10 +258,10 @@ class ModelActivities:
             raise ApplicationError("the model returned no choices", type="ModelUnavailable")
         message = response.choices[0].message
         content = strip_think(clean_text(message.content))
-        calls = tool_calls(message.tool_calls)
+        calls = await off_loop(tool_calls, message.tool_calls)  # json-repair: off the event loop
         allowed = request.tools + [t["function"]["name"] for t in request.extra_tools]
         if self.settings.tool_calling != "native" and allowed and request.tool_choice == "auto":
-            content, calls = text_tools.parse_reply(content, allowed)
+            content, calls = await off_loop(text_tools.parse_reply, content, allowed)
         reply = Message(role="assistant", content=content, tool_calls=calls)
         history = await self.blobs.put(
             json.dumps([m.model_dump(exclude_defaults=True) for m in conversation + [reply]])
@@ -269,10 +270,10 @@ class ModelActivities:
         plan, script, problem = None, None, None
         locale = str(request.variables.get("locale") or "en-US")
         if request.output == "plan":  # json-repair can take long on hostile text: off the event loop
-            plan = await asyncio.to_thread(read_plan, content, request.max_steps or 20, locale, request.topic)
+            plan = await off_loop(read_plan, content, request.max_steps or 20, locale, request.topic)
             problem = plan.problem
         elif request.output == "podcast":
-            script, problem = await asyncio.to_thread(read_podcast_script, content, locale)
+            script, problem = await off_loop(read_podcast_script, content, locale)
         return ModelReply(
             content=reply.content,
             tool_calls=calls,
