@@ -67,6 +67,14 @@ _RULE_CELL = re.compile(r":?-{2,}:?")
 # bracket or an unbalanced parenthesis, so no two tries scan the same text.
 MARKDOWN_LINK = re.compile(r"!?\[([^\[\]]*)\]\((?:[^()\[\]]|\([^()\[\]]*\))*\)")
 _INLINE = re.compile(r"(\*\*|__|`)")
+# What no XML document may hold (python-pptx refuses it: "All strings must be
+# XML compatible"): C0 controls but tab and newlines, surrogates, U+FFFE/FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` as python-pptx takes it: what XML cannot hold left out."""
+    return _NOT_XML.sub("", text)
 
 
 def plain(text: str) -> str:
@@ -342,7 +350,7 @@ def _text_box(slide, text: str, left: float, top: float, width: float, height: f
     frame = box.text_frame
     frame.word_wrap = True
     run = frame.paragraphs[0].add_run()
-    run.text = text
+    run.text = xml_text(text)
     run.font.size, run.font.bold = Pt(size), bold
     return box
 
@@ -357,7 +365,7 @@ def _bullets(slide, page: list[tuple[int, str]], width: float, height: float) ->
         paragraph = frame.paragraphs[0] if i == 0 else frame.add_paragraph()
         paragraph.level = level
         run = paragraph.add_run()
-        run.text = ("• " if level == 0 else "– ") + text
+        run.text = xml_text(("• " if level == 0 else "– ") + text)
         run.font.size = Pt(BODY_FONT_PT - 2 * level)
 
 
@@ -370,9 +378,9 @@ def _links(slide, items: list[tuple[int, str, str]], width: float, height: float
     for i, (_, text, url) in enumerate(items):
         paragraph = frame.paragraphs[0] if i == 0 else frame.add_paragraph()
         run = paragraph.add_run()
-        run.text = text[:120]
+        run.text = xml_text(text[:120])
         run.font.size = Pt(16)
-        run.hyperlink.address = url
+        run.hyperlink.address = xml_text(url)
 
 
 def _table(slide, rows: list[list[str]], width: float, height: float) -> None:
@@ -388,7 +396,7 @@ def _table(slide, rows: list[list[str]], width: float, height: float) -> None:
         for c in range(columns):
             cell = shape.table.cell(r, c)
             text = row[c] if c < len(row) else ""
-            cell.text = text if len(text) <= cell_chars else text[: cell_chars - 1] + "…"
+            cell.text = xml_text(text if len(text) <= cell_chars else text[: cell_chars - 1] + "…")
             for paragraph in cell.text_frame.paragraphs:
                 for run in paragraph.runs:
                     run.font.size = Pt(TABLE_FONT_PT)
@@ -396,7 +404,7 @@ def _table(slide, rows: list[list[str]], width: float, height: float) -> None:
 
 def _notes(slide, notes: str) -> None:
     if notes:
-        slide.notes_slide.notes_text_frame.text = notes
+        slide.notes_slide.notes_text_frame.text = xml_text(notes)
 
 
 DECK_MAX_SECONDS = 60.0  # a child building the deck is killed after this long

@@ -1,0 +1,167 @@
+"""Regular expressions that see model, page, document or user text run in
+linear time (issue 20, item 2): each hostile input below kept the worker's
+event loop busy for minutes with the patterns they replace, and takes
+milliseconds now. Each runs in a child process that is killed after
+``BOUND`` seconds, so a catastrophic pattern fails the test instead of
+hanging it; the bound is generous, not a measurement.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BOUND = 60  # seconds; the old patterns took from minutes to hours on these inputs
+
+
+def finishes(code: str, bound: float = BOUND) -> str:
+    """Run ``code`` in a child Python; its output, or the test fails (a
+    timeout fails it too)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            capture_output=True,
+            text=True,
+            timeout=bound,
+            env=env,
+            cwd=ROOT,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running after {bound} s: a pattern backtracks on this input")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_a_tool_call_of_a_fence_and_spaces_is_read_at_once():
+    out = finishes(
+        """
+        from workflows.model_output import load_json, repair_arguments
+        print(repr(repair_arguments("```" + " " * 20_000 + "a")[:3]))
+        print(load_json("```json" + " " * 20_000 + "```")[1])
+        print(load_json("```json\\n{\\"a\\": 1}\\n```"))
+        """
+    )
+    assert out.splitlines()[:2] == ["'```'", "the reply is empty"]
+    assert out.splitlines()[-1] == "({'a': 1}, None)"
+
+
+def test_a_json_tool_reply_of_spaces_is_read_at_once():
+    out = finishes(
+        """
+        from activities.text_tools import parse_reply
+        text, calls = parse_reply(" " * 100_000 + "a", ["web_search"])
+        print(len(text), calls)
+        print(parse_reply('```json\\n{"tool_calls": [{"name": "web_search", "arguments": {"query": "q"}}]}\\n```',
+                          ["web_search"])[1][0].name)
+        """
+    )
+    assert out.splitlines() == ["100001 []", "web_search"]
+
+
+@pytest.mark.parametrize(
+    "markdown",
+    [
+        '"# a" + " " * 20_000 + "b"',  # the lazy heading pattern: cubic
+        '"#" + " " * 20_000 + "a" + " " * 20_000 + "b"',
+        '"\\n" * 100_000 + "x"',  # slide separators spanning blank lines: quadratic
+        '"# t\\n" + "<!--" * 100_000',  # notes never closed: quadratic
+        '"# t\\n|--" + " " * 100_000 + "x"',  # a table rule: quadratic
+        '"# t\\n- " + "[" * 200_000',  # links in a bullet: quadratic
+        '"# t\\n- " + "[a](" * 50_000',
+        '"---\\n" + "a:\\n" * 100_000 + "x"',  # front matter never closed
+    ],
+)
+def test_slides_markdown_that_backtracked_is_parsed_at_once(markdown):
+    out = finishes(
+        f"""
+        from activities.deck import parse_marp
+        slides = parse_marp({markdown})
+        print(len(slides))
+        """
+    )
+    assert int(out) >= 1
+
+
+def test_slides_markdown_still_reads_headings_bullets_tables_and_notes():
+    from activities.deck import parse_marp
+
+    slides = parse_marp(
+        "---\nmarp: true\n---\n# One ##\n- a [link](https://x.org/a_(b)) and **bold**\n  - sub\n<!-- said -->\n"
+        "---\n## Two\n| h | i |\n|:--|--:|\n| 1 | 2 |\n\n---\n\n---\n# C#\ntext"
+    )
+    assert [(s.title, s.bullets, s.table, s.notes) for s in slides] == [
+        ("One", [(0, "a link and bold"), (1, "sub")], [], "said"),
+        ("Two", [], [["h", "i"], ["1", "2"]], ""),
+        ("C", [(0, "text")], [], ""),
+    ]
+
+
+def test_a_report_full_of_brackets_has_its_citations_checked_at_once():
+    out = finishes(
+        """
+        from workflows.reporter import verify_citations
+        from workflows.models import Citation
+        seen = [Citation(url="https://ok.org/a", title="ok")]
+        print(len(verify_citations("[" * 200_000, seen)))
+        print(len(verify_citations("[a](http://" * 30_000, seen)))
+        print(verify_citations("[ok](https://ok.org/a) [bad](https://bad.org/x)", seen))
+        """
+    )
+    lines = out.splitlines()
+    assert lines[0] == "200000" and int(lines[1]) > 0
+    assert lines[2] == "[ok](https://ok.org/a) bad [unverified source removed]"
+
+
+def test_a_page_of_open_tags_is_converted_at_once():
+    out = finishes(
+        """
+        from activities.documents import CONVERTERS, title_tag
+        from activities.search.base import text_of
+        html = CONVERTERS["text/html"]
+        print(repr(html(b"<title>" * 50_000, None, "http://x")[0]))
+        print(repr(html(b"<meta" * 50_000 + b"<title>T</title>", None, "http://x")[0]))
+        print(len(text_of("<" * 200_000)), text_of("<b>bold</b> &amp; <i>x</i>"))
+        print(title_tag("<html><TITLE lang=en>The &amp; title</Title>"))
+        """
+    )
+    lines = out.splitlines()
+    assert lines[0] == "''" and lines[1] == "'T'"
+    assert lines[2] == "200000 bold & x" and lines[3] == "The &amp; title"
+
+
+def test_a_local_document_with_a_long_heading_is_split_at_once():
+    out = finishes(
+        """
+        from pathlib import Path
+        from activities.local_docs.splitter import read_document, split_sections
+        hostile = "# a" + " " * 50_000 + "b\\n\\ntext\\n# " + "[" * 100_000 + "\\nmore"
+        print(len(split_sections(hostile)))
+        title, sections = read_document(Path("/tmp/x.md"), hostile.encode())
+        print(len(title))
+        print(read_document(Path("/tmp/y.md"), b"intro\\n# The [title](http://x) ##\\n## Sub\\nbody")[0])
+        """
+    )
+    lines = out.splitlines()
+    assert int(lines[0]) >= 2 and lines[1] == "3" and lines[2] == "The title"
+
+
+def test_a_report_with_a_long_sources_heading_is_exported_at_once():
+    out = finishes(
+        """
+        from client.export import without_own_sources
+        print(len(without_own_sources("## Sources" + " " * 50_000 + "x")))
+        print(len(without_own_sources("## Sources\\n" * 30_000)))
+        print(repr(without_own_sources("# R\\ntext\\n## Sources\\n- a\\n##References\\n- b")))
+        print(repr(without_own_sources("# R\\n## Sources\\n- a\\n## Next\\nmore")))
+        """
+    )
+    lines = out.splitlines()
+    assert lines[0] == "50011" and lines[1] == str(11 * 29_999)
+    assert lines[2] == repr("# R\ntext\n") and lines[3] == repr("# R\n## Sources\n- a\n## Next\nmore")
