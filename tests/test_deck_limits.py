@@ -77,3 +77,19 @@ async def test_a_deck_is_built_in_a_child_process_that_is_stopped_at_its_limit()
     with pytest.raises(ApplicationError, match="no slides") as refused:
         await build_in_child(DeckRequest(markdown="   "))
     assert refused.value.non_retryable
+
+
+def test_no_c1_control_reaches_the_terminal_from_the_cli():
+    code = "from client.terminal_text import guard_terminal; guard_terminal(); print('a\\x9b31mb\\x85c'); "
+    code += "import sys; print('e\\x9b', file=sys.stderr)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60
+    )
+    assert done.returncode == 0 and done.stdout == b"a31mb\nc\n" and done.stderr == b"e\n"
+    cli = subprocess.run(
+        [sys.executable, "-m", "client.cli", "status", "--help"],
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
+    assert cli.returncode == 0 and b"status" in cli.stdout

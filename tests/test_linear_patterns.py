@@ -56,13 +56,13 @@ def test_a_json_tool_reply_of_spaces_is_read_at_once():
     out = finishes(
         """
         from activities.text_tools import parse_reply
-        text, calls = parse_reply(" " * 100_000 + "a", ["web_search"])
+        text, calls = parse_reply("{" + " " * 100_000 + "a", ["web_search"])
         print(len(text), calls)
         print(parse_reply('```json\\n{"tool_calls": [{"name": "web_search", "arguments": {"query": "q"}}]}\\n```',
                           ["web_search"])[1][0].name)
         """
     )
-    assert out.splitlines() == ["100001 []", "web_search"]
+    assert out.splitlines() == ["100002 []", "web_search"]
 
 
 @pytest.mark.parametrize(
@@ -70,12 +70,11 @@ def test_a_json_tool_reply_of_spaces_is_read_at_once():
     [
         '"# a" + " " * 20_000 + "b"',  # the lazy heading pattern: cubic
         '"#" + " " * 20_000 + "a" + " " * 20_000 + "b"',
-        '"\\n" * 100_000 + "x"',  # slide separators spanning blank lines: quadratic
+        '"# t" + "\\n" * 300_000 + "--x"',  # slide separators spanning blank lines: quadratic
         '"# t\\n" + "<!--" * 100_000',  # notes never closed: quadratic
         '"# t\\n|--" + " " * 100_000 + "x"',  # a table rule: quadratic
         '"# t\\n- " + "[" * 200_000',  # links in a bullet: quadratic
         '"# t\\n- " + "[a](" * 50_000',
-        '"---\\n" + "a:\\n" * 100_000 + "x"',  # front matter never closed
     ],
 )
 def test_slides_markdown_that_backtracked_is_parsed_at_once(markdown):
@@ -122,18 +121,22 @@ def test_a_report_full_of_brackets_has_its_citations_checked_at_once():
 def test_a_page_of_open_tags_is_converted_at_once():
     out = finishes(
         """
-        from activities.documents import CONVERTERS, title_tag
+        from activities.documents import CONVERTERS
         from activities.search.base import text_of
         html = CONVERTERS["text/html"]
         print(repr(html(b"<title>" * 50_000, None, "http://x")[0]))
         print(repr(html(b"<meta" * 50_000 + b"<title>T</title>", None, "http://x")[0]))
         print(len(text_of("<" * 200_000)), text_of("<b>bold</b> &amp; <i>x</i>"))
-        print(title_tag("<html><TITLE lang=en>The &amp; title</Title>"))
         """
     )
-    lines = out.splitlines()
-    assert lines[0] == "''" and lines[1] == "'T'"
-    assert lines[2] == "200000 bold & x" and lines[3] == "The &amp; title"
+    assert out.splitlines() == ["''", "'T'", "200000 bold & x"]
+
+
+def test_the_title_tag_is_still_found():
+    from activities.documents import title_tag
+
+    assert title_tag("<html><TITLE lang=en>The &amp; title</Title>") == "The &amp; title"
+    assert title_tag("<title>never closed") == ""
 
 
 def test_a_local_document_with_a_long_heading_is_split_at_once():

@@ -1,0 +1,65 @@
+"""A short hostile model reply never freezes the worker (issue 20, item 2):
+a tool call whose arguments are a code fence, 6,000 spaces and a letter
+kept the worker's event loop busy for minutes (a backtracking pattern), and
+every other run's ``status`` query failed meanwhile. End to end on the
+scripted servers, with the real worker and dev server; the status query is
+asked from outside, by the CLI in its own process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from testkit.llm_server import Reply, tool_messages
+from testkit.research_script import FACT
+from testkit.runs import start, wait_for_phase
+
+ROOT = Path(__file__).resolve().parent.parent
+HOSTILE = "```" + " " * 6_000 + "a"
+STATUS_BOUND = 15  # seconds; the issue's outside check allows 10 for the answer, plus the CLI's own start
+
+
+def status_from_outside(env: dict, workflow_id: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", "client.cli", "status", workflow_id, "--json"],
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=STATUS_BOUND,  # a frozen worker fails the test here
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+async def test_a_fence_and_spaces_in_a_tool_call_never_keep_another_runs_status_waiting(
+    temporal_client, task_queue, worker, worker_env, llm, script
+):
+    waiting = await start(temporal_client, task_queue, "Tell me about Lantern Rock")
+    await wait_for_phase(waiting, "awaiting_review", timeout=60)
+
+    normal, served, turns = script.researcher, threading.Event(), []
+
+    def researcher(request):
+        turns.append(request)
+        if len(turns) == 1:
+            served.set()
+            return Reply(tool_calls=[("web_search", HOSTILE)])
+        later = {**request, "messages": request["messages"][:2] + request["messages"][4:]}
+        return normal(later)
+
+    script.researcher = researcher
+    hostile = await start(temporal_client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True)
+    assert await asyncio.to_thread(served.wait, 60)
+    shown = await asyncio.to_thread(status_from_outside, worker_env, waiting.id)
+    assert shown["phase"] == "awaiting_review"
+
+    async with asyncio.timeout(90):
+        result = await hostile.result()
+    assert result.status == "completed" and FACT in result.final_report
+    answer = tool_messages(turns[1])[0]["content"]
+    assert answer.startswith("Error:") and "not valid JSON" in answer
