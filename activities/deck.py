@@ -60,8 +60,8 @@ class SlideSpec:
 # with the lazy heading pattern this replaces). Headings, rules, notes, front
 # matter and separators are read with string operations; the patterns left
 # either run once from the start of a line or scan disjoint stretches.
-_BULLET = re.compile(r"(\s*)(?:[-*+]|\d+[.)])\s+(.*)")
-_KEY_LINE = re.compile(r"[A-Za-z_][\w-]*\s*:")
+_BULLET = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(.*)")
+_KEY_LINE = re.compile(r"^[A-Za-z_][\w-]*\s*:")
 _RULE_CELL = re.compile(r":?-{2,}:?")
 # A markdown link or image: its text stops at a bracket and its target at a
 # bracket or an unbalanced parenthesis, so no two tries scan the same text.

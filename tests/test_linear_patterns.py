@@ -168,3 +168,65 @@ def test_a_report_with_a_long_sources_heading_is_exported_at_once():
     lines = out.splitlines()
     assert lines[0] == "50011" and lines[1] == str(11 * 29_999)
     assert lines[2] == repr("# R\ntext\n") and lines[3] == repr("# R\n## Sources\n- a\n## Next\nmore")
+
+
+# --- every module-level pattern, against inputs built to make it backtrack -----------
+
+SCANNED = [
+    "workflows.model_output",
+    "workflows.clean",
+    "workflows.languages",
+    "workflows.podcast",
+    "workflows.reporter",
+    "activities.deck",
+    "activities.documents",
+    "activities.llm",
+    "activities.overflow",
+    "activities.reading",
+    "activities.search.base",
+    "activities.text_tools",
+    "activities.tokens",
+    "activities.sandbox.e2b",
+    "activities.mcp.config",
+    "activities.mcp.names",
+    "activities.local_docs.splitter",
+    "activities.local_docs.index",
+    "client.export",
+]
+
+
+def test_no_module_level_pattern_backtracks_on_a_pumped_input():
+    """Each compiled pattern of the modules that see outside text, on a
+    prefix, one fragment repeated to 20,000 characters and a character that
+    fails the match: the shapes that made the patterns above take minutes.
+    (Patterns written inline in functions are single character classes or
+    anchored at a line's start; the tests above cover those that were not.)"""
+    out = finishes(
+        f"""
+        import importlib, re
+        patterns = []
+        for name in {SCANNED!r}:
+            for value in vars(importlib.import_module(name)).values():
+                items = value if isinstance(value, (list, tuple)) else [value]
+                for item in items:
+                    item = item[0] if isinstance(item, tuple) and item else item
+                    if isinstance(item, re.Pattern):
+                        patterns.append((name, item))
+        prefixes = ["", "#", "# a", "```", "[", "[a](", "](http://", "|", "-", "<!--", "<title", "<meta", "sk-",
+                    "bearer ", "http://", "n_ctx"]
+        pumps = [" ", "\\n", "\\t", "#", "`", "-", "[", "<", "|", "a", "0", "(", " \\n", "[a](http://", "<!--",
+                 "\\n#", ":", ". ", "--", "a:\\n"]
+        for name, pattern in patterns:
+            for prefix in prefixes:
+                for pump in pumps:
+                    text = prefix + pump * (20_000 // len(pump)) + "\\x00!"
+                    if isinstance(pattern.pattern, bytes):
+                        text = text.encode()
+                    for _ in pattern.finditer(text):
+                        pass
+                    pattern.match(text)
+        print(len(patterns))
+        """,
+        bound=240,
+    )
+    assert int(out) >= 30

@@ -42,8 +42,8 @@ class Section:
 # Patterns that see a document's text run once from a line's start or scan
 # disjoint stretches: linear whatever the text (the lazy heading patterns
 # these replace were quadratic on a heading followed by many spaces).
-_ATX_OPEN = re.compile(r" {0,3}(#{1,6})[ \t]+")
-_H1_OPEN = re.compile(r" {0,3}#([ \t]+)")
+_ATX_OPEN = re.compile(r"^ {0,3}(#{1,6})[ \t]+")
+_H1_OPEN = re.compile(r"^ {0,3}#([ \t]+)")
 _LINK = re.compile(r"!?\[([^\[\]]*)\]\((?:[^()\[\]]|\([^()\[\]]*\))*\)")  # as activities/deck.py
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
