@@ -72,3 +72,34 @@ async def test_a_fence_and_spaces_in_a_tool_call_never_keep_another_runs_status_
     assert result.status == "completed" and FACT in result.final_report
     answer = tool_messages(turns[1])[0]["content"]
     assert answer.startswith("Error:") and "not valid JSON" in answer
+
+
+async def test_a_heading_and_spaces_in_a_slides_outline_never_keep_another_runs_status_waiting(
+    temporal_client, task_queue, worker, worker_env, script
+):
+    from client.side_outputs import finished_report
+    from workflows.models import SlidesResult
+
+    done = await start(temporal_client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True)
+    assert (await done.result()).status == "completed"
+    waiting = await start(temporal_client, task_queue, "Tell me about Lantern Rock")
+    await wait_for_phase(waiting, "awaiting_review", timeout=60)
+
+    served = threading.Event()
+
+    def slides(request):
+        served.set()
+        return "# a" + " " * 6_000 + "b\n- a point\n---\n## " + " " * 6_000 + "c\n- another"
+
+    script.slides = slides
+    source = await finished_report(temporal_client, done.id, "default")
+    handle = await temporal_client.start_workflow(
+        "Slides", source, id=f"{done.id}-slides", task_queue=task_queue, result_type=SlidesResult
+    )
+    assert await asyncio.to_thread(served.wait, 60)
+    shown = await asyncio.to_thread(status_from_outside, worker_env, waiting.id)
+    assert shown["phase"] == "awaiting_review"
+
+    async with asyncio.timeout(90):
+        result = await handle.result()
+    assert result.status == "completed" and result.deck and result.deck.slides >= 3 and not result.deck.cut
