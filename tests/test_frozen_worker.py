@@ -14,6 +14,8 @@ import sys
 import threading
 from pathlib import Path
 
+from temporalio.client import WorkflowExecutionStatus
+
 from testkit.llm_server import Reply, tool_messages
 from testkit.research_script import FACT
 from testkit.runs import start, wait_for_phase
@@ -64,8 +66,13 @@ async def test_a_fence_and_spaces_in_a_tool_call_never_keep_another_runs_status_
     script.researcher = researcher
     hostile = await start(temporal_client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True)
     assert await asyncio.to_thread(served.wait, 60)
-    shown = await asyncio.to_thread(status_from_outside, worker_env, waiting.id)
-    assert shown["phase"] == "awaiting_review"
+    # Asked again and again until the hostile reply has been read (the model
+    # is asked its next turn): the reading happens meanwhile.
+    read = False
+    while not read:
+        read = len(turns) >= 2
+        shown = await asyncio.to_thread(status_from_outside, worker_env, waiting.id)
+        assert shown["phase"] == "awaiting_review"
 
     async with asyncio.timeout(90):
         result = await hostile.result()
@@ -97,8 +104,11 @@ async def test_a_heading_and_spaces_in_a_slides_outline_never_keep_another_runs_
         "Slides", source, id=f"{done.id}-slides", task_queue=task_queue, result_type=SlidesResult
     )
     assert await asyncio.to_thread(served.wait, 60)
-    shown = await asyncio.to_thread(status_from_outside, worker_env, waiting.id)
-    assert shown["phase"] == "awaiting_review"
+    built = False
+    while not built:  # the deck is built meanwhile
+        built = (await handle.describe()).status != WorkflowExecutionStatus.RUNNING
+        shown = await asyncio.to_thread(status_from_outside, worker_env, waiting.id)
+        assert shown["phase"] == "awaiting_review"
 
     async with asyncio.timeout(90):
         result = await handle.result()
