@@ -57,7 +57,7 @@ async def test_a_fence_and_spaces_in_a_tool_call_never_keep_another_runs_status_
 
     def researcher(request):
         turns.append(request)
-        if len(turns) == 1:
+        if not tool_messages(request):  # the hostile call, however often the model is asked
             served.set()
             return Reply(tool_calls=[("web_search", HOSTILE)])
         later = {**request, "messages": request["messages"][:2] + request["messages"][4:]}
@@ -67,17 +67,17 @@ async def test_a_fence_and_spaces_in_a_tool_call_never_keep_another_runs_status_
     hostile = await start(temporal_client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True)
     assert await asyncio.to_thread(served.wait, 60)
     # Asked again and again until the hostile reply has been read (the model
-    # is asked its next turn): the reading happens meanwhile.
+    # is asked its next turn with the call's answer): the reading happens meanwhile.
     read = False
     while not read:
-        read = len(turns) >= 2
+        read = any(tool_messages(turn) for turn in list(turns))
         shown = await asyncio.to_thread(status_from_outside, worker_env, waiting.id)
         assert shown["phase"] == "awaiting_review"
 
     async with asyncio.timeout(90):
         result = await hostile.result()
     assert result.status == "completed" and FACT in result.final_report
-    answer = tool_messages(turns[1])[0]["content"]
+    answer = next(tool_messages(turn) for turn in turns if tool_messages(turn))[0]["content"]
     assert answer.startswith("Error:") and "not valid JSON" in answer
 
 
