@@ -21,8 +21,11 @@ from collections.abc import Callable
 import pypdf
 import trafilatura
 
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.I)
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+# Linear in the page: a tag's inside stops at the next "<" (patterns that
+# scanned to the next ">" from every "<title" or "<meta" were quadratic).
+_META_CHARSET = re.compile(rb"""<meta[^<>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.I)
+_TITLE_OPEN = re.compile(r"<title[^<>]*>", re.I)
+_TITLE_CLOSE = re.compile(r"</title>", re.I)
 
 
 class CrawlRefused(Exception):
@@ -66,8 +69,8 @@ def _html(body: bytes, charset: str | None, url: str) -> tuple[str, str]:
     ) or trafilatura.html2txt(html)
     metadata = trafilatura.extract_metadata(html, default_url=url)
     title = metadata.title if metadata and metadata.title else ""
-    if not title and (tag := _TITLE.search(html)):
-        title = html_lib.unescape(tag.group(1))
+    if not title:
+        title = html_lib.unescape(title_tag(html))
     return one_line(title), markdown or ""
 
 
@@ -172,6 +175,13 @@ def _pdf_title(reader: pypdf.PdfReader) -> str:
     if lowered in {"untitled", "title", "unknown"} or lowered.endswith((".doc", ".docx", ".pdf")):
         return ""
     return title
+
+
+def title_tag(html: str) -> str:
+    """The text of the page's first ``<title>`` element, or ""."""
+    opening = _TITLE_OPEN.search(html)
+    closing = _TITLE_CLOSE.search(html, opening.end()) if opening else None
+    return html[opening.end() : closing.start()] if closing else ""
 
 
 def _clean_pdf_text(text: str) -> str:

@@ -27,6 +27,7 @@ from temporalio.exceptions import ApplicationError
 from activities import context, cut_replies, overflow, reading, text_tools
 from activities.heartbeat import heartbeating
 from activities.llm_stream import BrokenStream, Completion, Looping, Silence, stream_completion
+from activities.off_loop import off_loop
 from activities.retry_after import retry_delay
 from infra.blobs import BlobStore
 from infra.settings import Settings
@@ -361,10 +362,10 @@ class ModelActivities:
         if not completion.choices:
             raise ApplicationError("the model returned no choices", type="ModelUnavailable")
         content = strip_think(clean_text(completion.content))
-        calls = tool_calls(completion.tool_calls)
+        calls = await off_loop(tool_calls, completion.tool_calls)  # json-repair: off the event loop
         allowed = request.tools + [t["function"]["name"] for t in request.extra_tools]
         if self.settings.tool_calling != "native" and allowed and request.tool_choice == "auto":
-            content, calls = text_tools.parse_reply(content, allowed)
+            content, calls = await off_loop(text_tools.parse_reply, content, allowed)
         cut = completion.finish_reason in cut_replies.CUT
         if cut and not calls and request.output == "text" and content:
             content += cut_replies.note(completion.finish_reason or "", request.serving_role)
@@ -377,10 +378,10 @@ class ModelActivities:
         if request.output == "plan":  # json-repair can take long on hostile text: off the event loop
             reading = cut_replies.cut_plan if cut else read_plan
             args = (content, request.max_steps or 20, locale, request.topic) + ((request.serving_role,) if cut else ())
-            plan = await asyncio.to_thread(reading, *args)
+            plan = await off_loop(reading, *args)
             problem = plan.problem
         elif request.output == "podcast":
-            script, problem = await asyncio.to_thread(read_podcast_script, content, locale)
+            script, problem = await off_loop(read_podcast_script, content, locale)
         return ModelReply(
             content=reply.content,
             tool_calls=calls,

@@ -26,7 +26,7 @@ _LIMIT = [
     for p in (
         rf"maximum context length is {_NUMBER}",
         rf"maximum model length (?:is |of )?{_NUMBER}",
-        rf"{_NUMBER} maximum context length",
+        rf"(?<![\d,]){_NUMBER} maximum context length",  # from a number's start only: linear
         rf"tokens? > ?{_NUMBER}",
         rf"limit of {_NUMBER}",
         rf"must be <= ?{_NUMBER}",
@@ -39,7 +39,7 @@ _LIMIT = [
 _COUNTED = [
     re.compile(p, re.IGNORECASE)
     for p in (
-        rf"{_NUMBER} in the messages",
+        rf"(?<![\d,]){_NUMBER} in the messages",
         rf"messages resulted in {_NUMBER}",
         rf"prompt is too long: {_NUMBER}",
         rf"prompt contains {_NUMBER}",

@@ -39,7 +39,10 @@ def as_text(messages: list[dict]) -> list[dict]:
     for message in messages:
         if message.get("tool_calls"):
             calls = [
-                {"name": c["function"]["name"], "arguments": load_json(c["function"]["arguments"] or "{}")[0] or {}}
+                {
+                    "name": c["function"]["name"],
+                    "arguments": load_json(c["function"]["arguments"] or "{}", repair=False)[0] or {},
+                }
                 for c in message["tool_calls"]
             ]
             names.update({c["id"]: c["function"]["name"] for c in message["tool_calls"]})
@@ -52,7 +55,9 @@ def as_text(messages: list[dict]) -> list[dict]:
     return out
 
 
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
+# A blank run before a closing fence is matched from its start only (the
+# look-behind): tried from every blank of a long run, it took quadratic time.
+_FENCE = re.compile(r"^```(?:json)?\s*|(?<!\s)\s*```$", re.MULTILINE)
 
 
 def parse_reply(text: str, allowed: list[str]) -> tuple[str, list[ToolCall]]:

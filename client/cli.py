@@ -255,7 +255,9 @@ def dispatch(args: argparse.Namespace) -> int:
     import traceback
 
     from client.errors import error_line
+    from client.terminal_text import guard_terminal
 
+    guard_terminal()  # no C1 control reaches the terminal, whatever a run or an id holds
     module, function = args.handler.split(":")
     try:
         handler = getattr(load_quietly(f"client.commands.{module}"), function)

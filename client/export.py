@@ -155,16 +155,27 @@ def sources_html(citations: list[Citation]) -> str:
 
 
 GENERIC_TITLES = {"report", "research report", "final report", "scripted report", "the report"}
-_OWN_SOURCES = re.compile(
-    r"(?ims)^#{1,6}[ \t]*(?:key[ \t]+)?(?:citations|sources|references)[ \t]*#*[ \t]*$(?![\s\S]*^#{1,6}[ \t])"
-)
+# Read line by line from the end: linear whatever the report (a pattern
+# that looked ahead to the end of the text from every candidate was not).
+_SOURCES_HEADING = re.compile(r"(?i)#{1,6}[ \t]*(?:key[ \t]+)?(?:citations|sources|references)")
+_HEADING = re.compile(r"#{1,6}[ \t]")
 
 
 def without_own_sources(markdown: str) -> str:
-    """The report without the model's own list of sources at its end (the
-    page lists the run's verified sources once, below the report)."""
-    found = _OWN_SOURCES.search(markdown)
-    return markdown[: found.start()].rstrip() + "\n" if found else markdown
+    """The report without the model's own list of sources at its end (a
+    sources heading with no heading after it; the page lists the run's
+    verified sources once, below the report)."""
+    lines = markdown.split("\n")
+    found = None
+    for n in range(len(lines) - 1, -1, -1):
+        line = lines[n]
+        if _SOURCES_HEADING.fullmatch(line.rstrip(" \t").rstrip("#").rstrip(" \t")):
+            found = n
+        if _HEADING.match(line):
+            break  # a sources heading above this one has a heading after it
+    if found is None:
+        return markdown
+    return "\n".join(lines[:found]).rstrip() + "\n"
 
 
 def render_html(result: ResearchResult) -> str:

@@ -3,7 +3,9 @@
 Models, pages and clients can send lone UTF-16 surrogates (``"\\ud83d"`` in
 JSON), NUL and other control characters. Python strings hold them happily,
 but serialising them for Temporal fails — inside workflow code that would
-fail the workflow task over and over. Every data model of the project cleans
+fail the workflow task over and over — a C1 control (U+009B is a terminal's
+CSI) reaches the terminal raw, and U+FFFE / U+FFFF break a slide deck (no
+XML document may hold them). Every data model of the project cleans
 its strings on the way in (``workflows.models.Model``).
 """
 
@@ -13,17 +15,22 @@ import re
 from typing import Any
 
 SURROGATE = re.compile(r"[\ud800-\udfff]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# C0 and C1 control characters but tab and newlines (U+009B is a terminal's
+# CSI as ESC [ is, U+0085 a line break), and U+FFFE / U+FFFF, which no XML
+# document (a slide deck) may hold.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff]")
 
 
 def clean_text(value: object) -> str:
-    """Text that any JSON encoder can write: lone surrogates become U+FFFD,
-    NUL and other control characters (but tab and newlines) are dropped."""
+    """Text that any JSON encoder, XML document and terminal can take: lone
+    surrogates become U+FFFD, NEL (U+0085) a newline, NUL and other C0 and
+    C1 control characters (but tab and newlines) and U+FFFE / U+FFFF are
+    dropped."""
     text = value if isinstance(value, str) else ("" if value is None else str(value))
     if SURROGATE.search(text):
         text = SURROGATE.sub("\ufffd", text)
     if _CONTROL.search(text):
-        text = _CONTROL.sub("", text)
+        text = _CONTROL.sub("", text.replace("\x85", "\n"))
     return text
 
 

@@ -29,7 +29,7 @@ MAX_ARGUMENT_CHARS = 100_000  # tool-call arguments longer than this are refused
 MAX_REPAIR_CHARS = 200_000  # text longer than this is not handed to json-repair
 MAX_NESTING = 64  # JSON nested deeper than this is refused before parsing
 
-_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+_FENCE_LANGUAGE = re.compile(r"[A-Za-z0-9_-]*")
 
 
 def strip_think(text: str) -> str:
@@ -88,15 +88,23 @@ def nesting_depth(text: str, limit: int = MAX_NESTING) -> int:
     return deepest
 
 
-def _unfence(text: str) -> str:
-    match = _FENCE.match(text)
-    return match.group(1) if match else text
+def unfence(text: str) -> str:
+    """What a code fence around the whole of ``text`` holds (its language
+    word and the blank space around it left out), else ``text``. String
+    operations, linear whatever the text: the regular expression this
+    replaces took minutes on a fence followed by spaces."""
+    whole = text.strip()
+    if len(whole) < 6 or not (whole.startswith("```") and whole.endswith("```")):
+        return text
+    inner = whole[3:-3]
+    language = _FENCE_LANGUAGE.match(inner)  # one pass over a class: linear
+    return inner[language.end() :].strip()
 
 
 def load_json(text: str, repair: bool = True) -> tuple[Any, str | None]:
     """The JSON value in ``text`` (code fences and ``<think>`` removed;
     repaired with json-repair when ``repair``), or None and the reason."""
-    text = _unfence(strip_think(clean_text(text))).strip()
+    text = unfence(strip_think(clean_text(text))).strip()
     if not text:
         return None, "the reply is empty"
     if len(text) > MAX_REPAIR_CHARS:

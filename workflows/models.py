@@ -482,6 +482,7 @@ class DeckRequest(Model):
 class Deck(Model):
     blob: str  # the .pptx bytes in the blob store
     slides: int
+    cut: str = ""  # what was left out to keep the deck at its size limit, "" when nothing
 
 
 class SlidesResult(Model):

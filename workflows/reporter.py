@@ -21,7 +21,10 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
     from workflows.prior import CHANGES_HEADING, has_changes_section, reporter_context
 
 _URL = re.compile(r"(?:https?|file)://[^\s)\]>\"'<]+")
-_LINK = re.compile(r"\[([^\]]*)\]\(((?:https?|file)://[^\s)]+)\)")
+# Linear: a link's text stops at a bracket and its URL at a bracket, a blank
+# or an unbalanced parenthesis, so no two tries scan the same text (the
+# pattern this replaces was quadratic on a report of "[" or "[a](http://").
+_LINK = re.compile(r"\[([^\[\]]*)\]\(((?:https?|file)://(?:[^\s()\[\]]|\([^\s()\[\]]*\))+)\)")
 UNVERIFIED = "[unverified source removed]"
 
 

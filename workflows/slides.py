@@ -77,7 +77,7 @@ class Slides:
             self.error = failure_reason(err)
             self.set_phase("failed", self.error)
             raise ApplicationError(self.error, type="SlidesFailed", non_retryable=True) from err
-        self.set_phase("completed", f"{deck.slides} slides")
+        self.set_phase("completed", f"{deck.slides} slides" + (f"; {deck.cut}" if deck.cut else ""))
         return SlidesResult(
             status="completed", run_id=s.run_id, markdown=reply.content, deck=deck, usage=self.calls.usage
         )

@@ -39,7 +39,12 @@ class Section:
 
 # --- splitting documents into sections ------------------------------------------
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+# Patterns that see a document's text run once from a line's start or scan
+# disjoint stretches: linear whatever the text (the lazy heading patterns
+# these replace were quadratic on a heading followed by many spaces).
+_ATX_OPEN = re.compile(r"^ {0,3}(#{1,6})[ \t]+")
+_H1_OPEN = re.compile(r"^ {0,3}#([ \t]+)")
+_LINK = re.compile(r"!?\[([^\[\]]*)\]\((?:[^()\[\]]|\([^()\[\]]*\))*\)")  # as activities/deck.py
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
@@ -52,9 +57,33 @@ def slugify(title: str) -> str:
 
 
 def _clean_heading(text: str) -> str:
-    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)  # links and images: their text
+    text = _LINK.sub(r"\1", text)  # links and images: their text
     text = re.sub(r"[*_`]+", "", text)
     return " ".join(text.split())
+
+
+def atx_heading(line: str) -> tuple[int, str] | None:
+    """Level and text of an ATX heading line (``## Title ##``), or None."""
+    opening = _ATX_OPEN.match(line)
+    if not opening:
+        return None
+    rest = line[opening.end() :].rstrip(" \t")
+    text = rest.rstrip("#")
+    if text != rest and text[-1:] in (" ", "\t"):
+        rest = text.rstrip(" \t")  # a closing sequence
+    return len(opening.group(1)), rest
+
+
+def first_h1(markdown: str) -> str | None:
+    """The text of the first ``# Title`` line, or None."""
+    for line in markdown.split("\n"):
+        if opening := _H1_OPEN.match(line):
+            rest = line[opening.end() :]
+            if rest:
+                return rest.rstrip(" \t#") or rest[0]
+            if len(opening.group(1)) > 1:
+                return opening.group(1)[-1]
+    return None
 
 
 def _split_long(paragraph: str, size: int) -> Iterator[str]:
@@ -117,8 +146,8 @@ def split_sections(markdown: str, size: int = CHUNK_CHARS) -> list[Section]:
             fence = match.group(1)
             lines.append(line)
             continue
-        if match := _ATX.match(line):
-            start(len(match.group(1)), match.group(2))
+        if atx := atx_heading(line):
+            start(*atx)
             continue
         if _SETEXT.match(line) and _setext_text(lines):
             start(1 if line.strip().startswith("=") else 2, lines.pop())
@@ -173,8 +202,8 @@ def read_document(path: Path, data: bytes) -> tuple[str, list[Section]]:
         markdown = markdown.lstrip("\ufeff")
         title = first_line if kind == "text" else ""
         if kind == "markdown":
-            h1 = re.search(r"^ {0,3}#[ \t]+(.+?)[ \t#]*$", markdown, re.M)
-            title = _clean_heading(h1.group(1)) if h1 else ""
+            h1 = first_h1(markdown)
+            title = _clean_heading(h1) if h1 is not None else ""
     sections = _text_sections(markdown) if kind == "text" else split_sections(markdown)
     return title, sections
 

@@ -71,9 +71,14 @@ def format_hits(query: str, hits: Sequence[Hit | Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+# A tag: its inside stops at the next "<" too, so a text of many "<" and no
+# ">" is read in linear time (scanning to the next ">" from each was quadratic).
+_TAG = re.compile(r"<[^<>]+>")
+
+
 def text_of(value: Any) -> str:
     """Plain one-line text: HTML tags and entities removed, whitespace collapsed."""
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", str(value or ""))).split())
+    return " ".join(html.unescape(_TAG.sub("", str(value or ""))).split())
 
 
 def make_hit(title: Any, url: Any, content: Any) -> Hit | None:

@@ -39,9 +39,12 @@ async def save(conn, result: SlidesResult, output, fmt: str | None, as_json: boo
             "file": str(path),
             "format": fmt,
             "slides": result.deck.slides if result.deck else 0,
+            "cut": result.deck.cut if result.deck else "",
             "usage": result.usage.model_dump(),
         }
         print(json.dumps(shown, ensure_ascii=False, indent=2))
     else:
         print(f"slides saved to {path} ({result.deck.slides if result.deck else 0} slides, {fmt})")
+        if result.deck and result.deck.cut and fmt != "md":
+            print(f"note: {result.deck.cut}")
     return 0

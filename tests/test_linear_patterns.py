@@ -1,0 +1,232 @@
+"""Regular expressions that see model, page, document or user text run in
+linear time (issue 20, item 2): each hostile input below kept the worker's
+event loop busy for minutes with the patterns they replace, and takes
+milliseconds now. Each runs in a child process that is killed after
+``BOUND`` seconds, so a catastrophic pattern fails the test instead of
+hanging it; the bound is generous, not a measurement.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BOUND = 60  # seconds; the old patterns took from minutes to hours on these inputs
+
+
+def finishes(code: str, bound: float = BOUND) -> str:
+    """Run ``code`` in a child Python; its output, or the test fails (a
+    timeout fails it too)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            capture_output=True,
+            text=True,
+            timeout=bound,
+            env=env,
+            cwd=ROOT,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running after {bound} s: a pattern backtracks on this input")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_a_tool_call_of_a_fence_and_spaces_is_read_at_once():
+    out = finishes(
+        """
+        from workflows.model_output import load_json, repair_arguments
+        print(repr(repair_arguments("```" + " " * 20_000 + "a")[:3]))
+        print(load_json("```json" + " " * 20_000 + "```")[1])
+        print(load_json("```json\\n{\\"a\\": 1}\\n```"))
+        """
+    )
+    assert out.splitlines()[:2] == ["'```'", "the reply is empty"]
+    assert out.splitlines()[-1] == "({'a': 1}, None)"
+
+
+def test_a_json_tool_reply_of_spaces_is_read_at_once():
+    out = finishes(
+        """
+        from activities.text_tools import parse_reply
+        text, calls = parse_reply("{" + " " * 100_000 + "a", ["web_search"])
+        print(len(text), calls)
+        print(parse_reply('```json\\n{"tool_calls": [{"name": "web_search", "arguments": {"query": "q"}}]}\\n```',
+                          ["web_search"])[1][0].name)
+        """
+    )
+    assert out.splitlines() == ["100002 []", "web_search"]
+
+
+@pytest.mark.parametrize(
+    "markdown",
+    [
+        '"# a" + " " * 20_000 + "b"',  # the lazy heading pattern: cubic
+        '"#" + " " * 20_000 + "a" + " " * 20_000 + "b"',
+        '"# t" + "\\n" * 300_000 + "--x"',  # slide separators spanning blank lines: quadratic
+        '"# t\\n" + "<!--" * 100_000',  # notes never closed: quadratic
+        '"# t\\n|--" + " " * 100_000 + "x"',  # a table rule: quadratic
+        '"# t\\n- " + "[" * 200_000',  # links in a bullet: quadratic
+        '"# t\\n- " + "[a](" * 50_000',
+    ],
+)
+def test_slides_markdown_that_backtracked_is_parsed_at_once(markdown):
+    out = finishes(
+        f"""
+        from activities.deck import parse_marp
+        slides = parse_marp({markdown})
+        print(len(slides))
+        """
+    )
+    assert int(out) >= 1
+
+
+def test_slides_markdown_still_reads_headings_bullets_tables_and_notes():
+    from activities.deck import parse_marp
+
+    slides = parse_marp(
+        "---\nmarp: true\n---\n# One ##\n- a [link](https://x.org/a_(b)) and **bold**\n  - sub\n<!-- said -->\n"
+        "---\n## Two\n| h | i |\n|:--|--:|\n| 1 | 2 |\n\n---\n\n---\n# C#\ntext"
+    )
+    assert [(s.title, s.bullets, s.table, s.notes) for s in slides] == [
+        ("One", [(0, "a link and bold"), (1, "sub")], [], "said"),
+        ("Two", [], [["h", "i"], ["1", "2"]], ""),
+        ("C", [(0, "text")], [], ""),
+    ]
+
+
+def test_a_report_full_of_brackets_has_its_citations_checked_at_once():
+    out = finishes(
+        """
+        from workflows.reporter import verify_citations
+        from workflows.models import Citation
+        seen = [Citation(url="https://ok.org/a", title="ok")]
+        print(len(verify_citations("[" * 200_000, seen)))
+        print(len(verify_citations("[a](http://" * 30_000, seen)))
+        print(verify_citations("[ok](https://ok.org/a) [bad](https://bad.org/x)", seen))
+        """
+    )
+    lines = out.splitlines()
+    assert lines[0] == "200000" and int(lines[1]) > 0
+    assert lines[2] == "[ok](https://ok.org/a) bad [unverified source removed]"
+
+
+def test_a_page_of_open_tags_is_converted_at_once():
+    out = finishes(
+        """
+        from activities.documents import CONVERTERS
+        from activities.search.base import text_of
+        html = CONVERTERS["text/html"]
+        print(repr(html(b"<title>" * 50_000, None, "http://x")[0]))
+        print(repr(html(b"<meta" * 50_000 + b"<title>T</title>", None, "http://x")[0]))
+        print(len(text_of("<" * 200_000)), text_of("<b>bold</b> &amp; <i>x</i>"))
+        """
+    )
+    assert out.splitlines() == ["''", "'T'", "200000 bold & x"]
+
+
+def test_the_title_tag_is_still_found():
+    from activities.documents import title_tag
+
+    assert title_tag("<html><TITLE lang=en>The &amp; title</Title>") == "The &amp; title"
+    assert title_tag("<title>never closed") == ""
+
+
+def test_a_local_document_with_a_long_heading_is_split_at_once():
+    out = finishes(
+        """
+        from pathlib import Path
+        from activities.local_docs.splitter import read_document, split_sections
+        hostile = "# a" + " " * 50_000 + "b\\n\\ntext\\n# " + "[" * 100_000 + "\\nmore"
+        print(len(split_sections(hostile)))
+        title, sections = read_document(Path("/tmp/x.md"), hostile.encode())
+        print(len(title))
+        print(read_document(Path("/tmp/y.md"), b"intro\\n# The [title](http://x) ##\\n## Sub\\nbody")[0])
+        """
+    )
+    lines = out.splitlines()
+    assert int(lines[0]) >= 2 and lines[1] == "3" and lines[2] == "The title"
+
+
+def test_a_report_with_a_long_sources_heading_is_exported_at_once():
+    out = finishes(
+        """
+        from client.export import without_own_sources
+        print(len(without_own_sources("## Sources" + " " * 50_000 + "x")))
+        print(len(without_own_sources("## Sources\\n" * 30_000)))
+        print(repr(without_own_sources("# R\\ntext\\n## Sources\\n- a\\n##References\\n- b")))
+        print(repr(without_own_sources("# R\\n## Sources\\n- a\\n## Next\\nmore")))
+        """
+    )
+    lines = out.splitlines()
+    assert lines[0] == "50011" and lines[1] == str(11 * 29_999)
+    assert lines[2] == repr("# R\ntext\n") and lines[3] == repr("# R\n## Sources\n- a\n## Next\nmore")
+
+
+# --- every module-level pattern, against inputs built to make it backtrack -----------
+
+SCANNED = [
+    "workflows.model_output",
+    "workflows.clean",
+    "workflows.languages",
+    "workflows.podcast",
+    "workflows.reporter",
+    "activities.deck",
+    "activities.documents",
+    "activities.llm",
+    "activities.overflow",
+    "activities.reading",
+    "activities.search.base",
+    "activities.text_tools",
+    "activities.tokens",
+    "activities.sandbox.e2b",
+    "activities.mcp.config",
+    "activities.mcp.names",
+    "activities.local_docs.splitter",
+    "activities.local_docs.index",
+    "client.export",
+]
+
+
+def test_no_module_level_pattern_backtracks_on_a_pumped_input():
+    """Each compiled pattern of the modules that see outside text, on a
+    prefix, one fragment repeated to 20,000 characters and a character that
+    fails the match: the shapes that made the patterns above take minutes.
+    (Patterns written inline in functions are single character classes or
+    anchored at a line's start; the tests above cover those that were not.)"""
+    out = finishes(
+        f"""
+        import importlib, re
+        patterns = []
+        for name in {SCANNED!r}:
+            for value in vars(importlib.import_module(name)).values():
+                items = value if isinstance(value, (list, tuple)) else [value]
+                for item in items:
+                    item = item[0] if isinstance(item, tuple) and item else item
+                    if isinstance(item, re.Pattern):
+                        patterns.append((name, item))
+        prefixes = ["", "#", "# a", "```", "[", "[a](", "](http://", "|", "-", "<!--", "<title", "<meta", "sk-",
+                    "bearer ", "http://", "n_ctx"]
+        pumps = [" ", "\\n", "\\t", "#", "`", "-", "[", "<", "|", "a", "0", "(", " \\n", "[a](http://", "<!--",
+                 "\\n#", ":", ". ", "--", "a:\\n"]
+        for name, pattern in patterns:
+            for prefix in prefixes:
+                for pump in pumps:
+                    text = prefix + pump * (20_000 // len(pump)) + "\\x00!"
+                    if isinstance(pattern.pattern, bytes):
+                        text = text.encode()
+                    for _ in pattern.finditer(text):
+                        pass
+                    pattern.match(text)
+        print(len(patterns))
+        """,
+        bound=240,
+    )
+    assert int(out) >= 30
