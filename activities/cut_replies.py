@@ -21,17 +21,25 @@ def note(reason: str, role: str) -> str:
     return f"\n\n*[This reply was cut off at {why}.]*"
 
 
+def _whole(step: object) -> bool:
+    return isinstance(step, dict) and all(step.get(k) for k in ("title", "description", "step_type"))
+
+
 def cut_plan(content: str, max_steps: int, locale: str, topic: str, role: str) -> PlanReading:
-    """A plan whose reply was cut: read as it is; if its unfinished last step
-    spoils it, without that step; else the problem says to write less."""
+    """A plan whose reply was cut: without its unfinished last step (the JSON
+    did not close, so the step being written when the reply was cut is
+    suspect, even where lenient reading could guess what it meant), or as it
+    is; else the problem says to write less."""
+    data, _ = load_json(content)
+    steps = data.get("steps") if isinstance(data, dict) else None
+    unfinished = load_json(content, repair=False)[0] is None or not _whole(steps[-1] if steps else None)
+    if isinstance(steps, list) and len(steps) > 1 and unfinished:
+        shorter = read_plan(json.dumps({**data, "steps": steps[:-1]}), max_steps, locale, topic)
+        if not shorter.problem:
+            return shorter
     reading = read_plan(content, max_steps, locale, topic)
     if not reading.problem:
         return reading
-    data, _ = load_json(content)
-    if isinstance(data, dict) and isinstance(data.get("steps"), list) and len(data["steps"]) > 1:
-        shorter = read_plan(json.dumps({**data, "steps": data["steps"][:-1]}), max_steps, locale, topic)
-        if not shorter.problem:
-            return shorter
     limit = f"DEEPRESEARCH_MAX_OUTPUT_TOKENS_{role.upper()}"
     reading.problem = f"{reading.problem} (the reply was cut off at its output limit, {limit}: write a shorter plan)"
     return reading
