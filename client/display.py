@@ -150,6 +150,7 @@ class ProgressView:
         self.last: RunStatus | None = None
         self.started = time.monotonic()
         self.live = self._new_live(Text(f"{workflow_id}  starting…")) if console.is_terminal else None
+        self.held: list[Text] | None = None  # notes that arrive while the user is asked something
 
     def _new_live(self, shown: RenderableType):
         # transient: when paused for a question, the panel goes away instead of
@@ -183,16 +184,23 @@ class ProgressView:
         self.last = status
 
     def note(self, text: str, style: str = "") -> None:
-        self.console.print(Text(text, style=style))
+        if self.held is not None:  # never in the middle of a prompt and what the user types
+            self.held.append(Text(text, style=style))
+        else:
+            self.console.print(Text(text, style=style))
 
     @contextmanager
     def paused(self) -> Iterator[None]:
         """Stops the live panel while the user is asked something."""
         if self.live:
             self.live.stop()
+        self.held = []
         try:
             yield
         finally:
+            held, self.held = self.held, None
+            for line in held:
+                self.console.print(line)
             if self.live:
                 self.live = self._new_live(self._shown())
                 self.live.start()
