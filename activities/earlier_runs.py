@@ -12,10 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from temporalio import activity
-from temporalio.client import WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError, RPCStatusCode
 
+from infra.finished_runs import NoReport, finished_research
 from workflows.models import ResearchResult
 from workflows.prior import MAX_PRIOR_FINDINGS, MAX_PRIOR_REPORT, PriorRequest, PriorRun
 
@@ -55,22 +54,10 @@ class EarlierRuns:
         return None
 
     async def _named(self, run_id: str) -> PriorRun:
-        handle = self.client.get_workflow_handle(run_id, result_type=ResearchResult)
         try:
-            described = await handle.describe()
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise _not_usable(f"--continue-from: no run with id {run_id}") from None
-            raise
-        if described.workflow_type != "DeepResearch":
-            raise _not_usable(f"--continue-from: {run_id} is a {described.workflow_type}, not a research run")
-        if described.status != WorkflowExecutionStatus.COMPLETED:
-            state = described.status.name.lower() if described.status else "unknown"
-            raise _not_usable(f"--continue-from: run {run_id} has not completed (it is {state})")
-        result = await handle.result()
-        if result.status not in ("completed", "cancelled") or not result.final_report.strip():
-            raise _not_usable(f"--continue-from: run {run_id} ended {result.status} without research to build on")
-        return prior_of(run_id, result)
+            return prior_of(run_id, await finished_research(self.client, run_id))
+        except NoReport as err:
+            raise _not_usable(f"nothing to build on: {err}") from None
 
     async def _last_of_schedule(self, schedule: str, current_id: str) -> PriorRun | None:
         name = schedule.replace("\\", "\\\\").replace("'", "\\'")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
@@ -17,7 +17,8 @@ from client.ids import file_stem
 from infra.blobs import BlobNotFound, blob_store
 from infra.connection import Connection
 from infra.errors import cli_name
-from workflows.models import PodcastResult, ProseResult, ResearchResult, SideStatus, SlidesResult, SourceReport
+from infra.finished_runs import NoReport, finished_research
+from workflows.models import PodcastResult, ProseResult, SideStatus, SlidesResult, SourceReport
 
 SIDE_TYPES = {"podcast": "Podcast", "slides": "Slides", "prose": "Prose"}
 RESULT_TYPES: dict[str, Any] = {"Podcast": PodcastResult, "Slides": SlidesResult, "Prose": ProseResult}
@@ -47,21 +48,10 @@ def status_lines(status: SideStatus, workflow_id: str, state: str) -> list[str]:
 async def finished_report(client: Client, run_id: str, namespace: str) -> SourceReport:
     """The report of a completed research run; CliError (one line) when the
     run does not exist, has not completed, or ended without a report."""
-    handle = client.get_workflow_handle(run_id, result_type=ResearchResult)
     try:
-        described = await handle.describe()
-    except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
-            raise CliError(f"no run with id {run_id} in namespace {namespace}") from None
-        raise
-    if described.workflow_type != "DeepResearch":
-        raise CliError(f"{run_id} is a {described.workflow_type} workflow, not a research run")
-    if described.status != WorkflowExecutionStatus.COMPLETED:
-        state = described.status.name.lower() if described.status else "unknown"
-        raise CliError(f"run {run_id} has not completed (it is {state}): wait for its report first")
-    result = await handle.result()
-    if result.status not in ("completed", "cancelled") or not result.final_report.strip():
-        raise CliError(f"run {run_id} ended without a research report ({result.status})")
+        result = await finished_research(client, run_id, namespace)
+    except NoReport as err:
+        raise CliError(str(err)) from None
     return SourceReport(
         run_id=run_id,
         title=result.plan.title if result.plan else result.question,

@@ -16,8 +16,8 @@ import asyncio
 import dataclasses
 from contextlib import AsyncExitStack
 
-from client.commands.run import dev_ports, in_process_worker, split_address
-from client.devserver import DevServer, port_open
+from client.commands.run import dev_ports, embedded_server, in_process_worker, split_address
+from client.devserver import port_open
 from client.display import make_console
 from client.errors import CliError
 from client.evaluation import results
@@ -100,13 +100,7 @@ async def run_suite(args, console, suite, request: EvalSuiteInput, base: Setting
         stack.enter_context(cancel_on_sigterm())
         stack.enter_context(web)
         if start_server:
-            server = DevServer(
-                db_file=conn.data_dir / "temporal.db",
-                port=port,
-                ui_port=ui_port,
-                log_file=conn.data_dir / "temporal-server.log",
-            )
-            stack.enter_context(server)
+            server = stack.enter_context(embedded_server(conn, port, ui_port))
             conn = dataclasses.replace(conn, address=server.address)
             console.print(f"started the embedded Temporal dev server at {server.address}", markup=False)
         client = await connect(conn)

@@ -47,6 +47,16 @@ async def in_process_worker(conn: Connection, settings: Settings) -> AsyncIterat
         await asyncio.wait({task})  # its failure, if any, was reported by follow_run
 
 
+def embedded_server(conn: Connection, port: int, ui_port: int | None) -> DevServer:
+    """The embedded dev server, its state and log in the data dir (not started yet)."""
+    return DevServer(
+        db_file=conn.data_dir / "temporal.db",
+        port=port,
+        ui_port=ui_port,
+        log_file=conn.data_dir / "temporal-server.log",
+    )
+
+
 def resume_hint(workflow_id: str, conn: Connection, started_server: bool) -> str:
     where = (
         f" (its state is in {conn.data_dir / 'temporal.db'}; it goes on when `{cli_name()} server` "
@@ -97,13 +107,7 @@ async def main(args: argparse.Namespace) -> int:
     async with AsyncExitStack() as stack:
         stack.enter_context(cancel_on_sigterm())
         if start_server:
-            server = DevServer(
-                db_file=conn.data_dir / "temporal.db",
-                port=port,
-                ui_port=ui_port,
-                log_file=conn.data_dir / "temporal-server.log",
-            )
-            stack.enter_context(server)
+            server = stack.enter_context(embedded_server(conn, port, ui_port))
             conn = dataclasses.replace(conn, address=server.address)
             console.print(
                 f"started the embedded Temporal dev server at {server.address} (state in {server.db_file}); "
