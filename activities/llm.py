@@ -24,7 +24,7 @@ from openai import AsyncOpenAI
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import context, cut_replies, overflow, reading, text_tools
+from activities import context, cut_replies, overflow, reading, text_tools, tokens
 from activities.heartbeat import heartbeating
 from activities.llm_stream import BrokenStream, Completion, Looping, Silence, stream_completion
 from activities.off_loop import off_loop
@@ -382,18 +382,32 @@ class ModelActivities:
             problem = plan.problem
         elif request.output == "podcast":
             script, problem = await off_loop(read_podcast_script, content, locale)
+        prompt_tokens, completion_tokens = completion.prompt_tokens, completion.completion_tokens
+        if not prompt_tokens and not completion_tokens:  # a server that streams no usage (llama-cpp-python)
+            prompt_tokens, completion_tokens = estimated_usage(conversation, reply)
         return ModelReply(
             content=reply.content,
             tool_calls=calls,
             history=history,
-            prompt_tokens=completion.prompt_tokens,
-            completion_tokens=completion.completion_tokens,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
             plan=plan.plan if plan else None,
             problem=problem,
             steps_cut=plan.cut if plan else [],
             podcast=script,
             context_window=learned,
         )
+
+
+def estimated_usage(conversation: list[Message], reply: Message) -> tuple[int, int]:
+    """Prompt and completion tokens by our own count (activities/tokens.py),
+    for a server that reports none: the run's costs are never silently zero."""
+
+    def size(message: Message) -> int:
+        calls = " ".join(f"{c.name} {c.arguments}" for c in message.tool_calls)
+        return tokens.count(f"{message.content or ''} {calls}") + 4
+
+    return sum(size(m) for m in conversation), size(reply)
 
 
 def header_value(text: str) -> str:
