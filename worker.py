@@ -8,7 +8,6 @@ Configuration comes from the environment (see README, "Configuration").
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -36,6 +35,7 @@ from infra.blobs import blob_store
 from infra.connection import Connection
 from infra.errors import ConfigError, ConnectionFailed
 from infra.local_models import local_settings
+from infra.log_lines import worker_logging
 from infra.payload_storage import payload_storage_location as payload_storage
 from infra.process import exit_now, protect_secrets, stop_on_signals
 from infra.s3 import S3Config, s3_client
@@ -175,7 +175,7 @@ async def serve(conn: Connection, settings: Settings) -> None:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    worker_logging()  # a failed activity is one line; DEEPRESEARCH_LOG_TRACEBACKS=1 for the traceback
     try:
         conn = Connection.from_env()
         settings, local_line = asyncio.run(local_settings())

@@ -10,32 +10,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from infra.log_lines import OneLine
 from infra.settings import private_dir
-from workflows.activity_calls import FILE_CALL, MODEL_CALL, SPEECH_CALL, TOOL_CALL
 
-# How many attempts each activity gets, read from the options the workflow
-# calls it with (workflows/activity_calls.py, workflows/side_calls.py).
-_OPTIONS = {**TOOL_CALL, "chat": MODEL_CALL, "speak": SPEECH_CALL, "join_audio": FILE_CALL, "build_deck": FILE_CALL}
-ATTEMPTS = {name: options["retry_policy"].maximum_attempts for name, options in _OPTIONS.items()}
-
-
-class OneLine(logging.Formatter):
-    """A failed activity as one line; anything else as its message."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        info = getattr(record, "temporal_activity", None)
-        if isinstance(info, dict) and record.exc_info and record.exc_info[1] is not None:
-            err = record.exc_info[1]
-            name, attempt = info.get("activity_type", "activity"), info.get("attempt", 1)
-            message = " ".join(str(getattr(err, "message", None) or err).split())[:300]
-            limit = ATTEMPTS.get(name)
-            if getattr(err, "non_retryable", False):
-                return f"{name} failed: {message}"
-            if limit and attempt >= limit:
-                return f"{name} failed (attempt {attempt} of {limit}, the last): {message}"
-            shown = f"{attempt} of {limit}" if limit else str(attempt)
-            return f"{name} failed (attempt {shown}): {message}; Temporal retries it"
-        return record.getMessage().splitlines()[0][:300]
+__all__ = ["OneLine", "setup"]
 
 
 def setup(data_dir: Path) -> Path:

@@ -16,6 +16,7 @@ import asyncio
 import dataclasses
 from contextlib import AsyncExitStack
 
+from client import terminal_log
 from client.commands.run import dev_ports, embedded_server, in_process_worker, split_address
 from client.devserver import port_open
 from client.display import make_console
@@ -92,6 +93,8 @@ async def run_suite(args, console, suite, request: EvalSuiteInput, base: Setting
     host, port = split_address(conn.address)
     start_server = not conn.address_given and not port_open(host, port)
     private_dir(conn.data_dir)
+    log_file = terminal_log.setup(conn.data_dir)  # one line per failed call; tracebacks to the log file
+    console.print(f"details in {log_file}", markup=False)
     web_port = preferred_port(workflow_id)
     web = CorpusWeb(
         suite.corpus_folder, port=0 if port_open("127.0.0.1", web_port) else web_port, documents=suite.documents

@@ -11,8 +11,10 @@ from infra.process import stop_on_signals
 
 
 async def main(args: argparse.Namespace) -> int:
+    from infra.log_lines import worker_logging
     from worker import run_worker
 
+    worker_logging()  # a failed activity is one line; DEEPRESEARCH_LOG_TRACEBACKS=1 for the traceback
     conn = connection(args)
     stop = asyncio.Event()
     print(f"worker for task queue {conn.task_queue!r} on {conn.address}; Ctrl-C to stop", flush=True)

@@ -1,0 +1,61 @@
+"""Failed activities as one line each ("chat failed (attempt 3 of 12): the
+model provider is unreachable at …; Temporal retries it"): what `run` shows
+on the terminal (client/terminal_log.py) and what a worker prints, its
+tracebacks kept for the log file or for ``DEEPRESEARCH_LOG_TRACEBACKS=1``."""
+
+from __future__ import annotations
+
+import logging
+
+from workflows.activity_calls import FILE_CALL, MODEL_CALL, SPEECH_CALL, TOOL_CALL
+
+# How many attempts each activity gets, read from the options the workflow
+# calls it with (workflows/activity_calls.py, workflows/side_calls.py).
+_OPTIONS = {**TOOL_CALL, "chat": MODEL_CALL, "speak": SPEECH_CALL, "join_audio": FILE_CALL, "build_deck": FILE_CALL}
+ATTEMPTS = {name: options["retry_policy"].maximum_attempts for name, options in _OPTIONS.items()}
+
+
+class OneLine(logging.Formatter):
+    """A failed activity as one line; anything else as its message."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        info = getattr(record, "temporal_activity", None)
+        if isinstance(info, dict) and record.exc_info and record.exc_info[1] is not None:
+            err = record.exc_info[1]
+            name, attempt = info.get("activity_type", "activity"), info.get("attempt", 1)
+            message = " ".join(str(getattr(err, "message", None) or err).split())[:300]
+            limit = ATTEMPTS.get(name)
+            if getattr(err, "non_retryable", False):
+                return f"{name} failed: {message}"
+            if limit and attempt >= limit:
+                return f"{name} failed (attempt {attempt} of {limit}, the last): {message}"
+            shown = f"{attempt} of {limit}" if limit else str(attempt)
+            return f"{name} failed (attempt {shown}): {message}; Temporal retries it"
+        return record.getMessage().splitlines()[0][:300]
+
+
+class WorkerLines(OneLine):
+    """A worker's log: time, level and logger as usual; a failed activity as
+    its one line instead of the message and a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        info = getattr(record, "temporal_activity", None)
+        if isinstance(info, dict) and record.exc_info and record.exc_info[1] is not None:
+            return f"{self.formatTime(record)} {record.levelname} {record.name}: {super().format(record)}"
+        return logging.Formatter.format(self, record)
+
+
+def worker_logging(env: dict | None = None) -> None:
+    """The worker's log on stderr: INFO and up, one line per failed activity
+    (``DEEPRESEARCH_LOG_TRACEBACKS=1``: with its traceback, as before)."""
+    import os
+
+    env = os.environ if env is None else env
+    handler = logging.StreamHandler()
+    if env.get("DEEPRESEARCH_LOG_TRACEBACKS") == "1":
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    else:
+        handler.setFormatter(WorkerLines())
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    root.handlers[:] = [handler]
