@@ -246,9 +246,9 @@ class ModelActivities:
                 kwargs["extra_headers"] = headers
             try:
                 async with heartbeating():
-                    return await self._send(kwargs), conversation, learned
+                    return counted(await self._send(kwargs), kwargs), conversation, learned
             except Looping as err:
-                return self._looped(err, request), conversation, learned
+                return counted(self._looped(err, request), kwargs), conversation, learned
             except openai.APIStatusError as err:
                 said = f"{err} {json.dumps(err.body, default=str)}"
                 if not overflow.is_overflow(err.status_code, said):
@@ -382,15 +382,12 @@ class ModelActivities:
             problem = plan.problem
         elif request.output == "podcast":
             script, problem = await off_loop(read_podcast_script, content, locale)
-        prompt_tokens, completion_tokens = completion.prompt_tokens, completion.completion_tokens
-        if not prompt_tokens and not completion_tokens:  # a server that streams no usage (llama-cpp-python)
-            prompt_tokens, completion_tokens = estimated_usage(conversation, reply)
         return ModelReply(
             content=reply.content,
             tool_calls=calls,
             history=history,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
             plan=plan.plan if plan else None,
             problem=problem,
             steps_cut=plan.cut if plan else [],
@@ -399,15 +396,18 @@ class ModelActivities:
         )
 
 
-def estimated_usage(conversation: list[Message], reply: Message) -> tuple[int, int]:
-    """Prompt and completion tokens by our own count (activities/tokens.py),
-    for a server that reports none: the run's costs are never silently zero."""
-
-    def size(message: Message) -> int:
-        calls = " ".join(f"{c.name} {c.arguments}" for c in message.tool_calls)
-        return tokens.count(f"{message.content or ''} {calls}") + 4
-
-    return sum(size(m) for m in conversation), size(reply)
+def counted(completion: Completion, kwargs: dict[str, Any]) -> Completion:
+    """A server that reports no usage (llama-cpp-python's streams) has the
+    tokens counted as we count them (activities/tokens.py): what was sent,
+    and what came back, so a run's costs are never a silent zero."""
+    if completion.prompt_tokens or completion.completion_tokens:
+        return completion
+    completion.prompt_tokens = context.total_tokens(kwargs["messages"]) + context.tools_tokens(
+        kwargs.get("tools") or []
+    )
+    calls = " ".join(f"{c.function.name} {c.function.arguments}" for c in completion.tool_calls)
+    completion.completion_tokens = tokens.count(f"{completion.content or ''} {calls}")
+    return completion
 
 
 def header_value(text: str) -> str:
