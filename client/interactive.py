@@ -144,14 +144,18 @@ def what_next(argument: str) -> str:
     return f"thanks ({argument}); the coordinator goes on…"
 
 
-FINAL_READ_SECONDS = 10.0  # how long the end of a run waits for its last tool calls to be printed
+FINAL_READ_SECONDS = 30.0  # how long the end of a run waits for its last tool calls to be printed (a query on
+# a closed run is answered by a worker replaying it: seconds on a loaded machine)
 
 
 async def show_tool_calls(client: Client, workflow_id: str, view: ProgressView) -> None:
     """Print each tool call from the run's progress stream as it happens."""
-    async for _, event in progress_events(client, workflow_id):  # by query: nothing added to the run's history
-        if event.kind == "tool_call":
-            view.note(event_line(event), style="dim")
+    try:
+        async for _, event in progress_events(client, workflow_id):  # by query: nothing added to the run's history
+            if event.kind == "tool_call":
+                view.note(event_line(event), style="dim")
+    except (WorkflowQueryFailedError, RPCError):  # the last read after the end failed: the result says the rest
+        pass
 
 
 async def follow_run(
