@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 from rich.console import Console, RenderableType
 from rich.text import Text
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.service import RPCError
 
 from client.display import ProgressView, event_line, render_plan
 from client.errors import CliError, rejection_reason
