@@ -5,12 +5,14 @@ runs really wrote, read back from Temporal."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -176,8 +178,10 @@ async def test_a_killed_eval_finishes_without_running_a_finished_task_again(
             suite_id = found.group(1)
             break
     assert suite_id, "the eval never named its suite"
+    # Keep reading what it prints: a full pipe would stop the eval (and its worker) mid-write.
+    threading.Thread(target=lambda: [None for _ in first.stdout], daemon=True).start()
     handle = temporal_client.get_workflow_handle(suite_id)
-    deadline = time.monotonic() + 120
+    deadline, progress = time.monotonic() + 240, None
     while time.monotonic() < deadline:
         try:
             progress = await handle.query("progress", result_type=EvalProgress)
@@ -185,7 +189,8 @@ async def test_a_killed_eval_finishes_without_running_a_finished_task_again(
             progress = None
         if progress and progress.done >= 1:
             break
-        time.sleep(0.2)
+        await asyncio.sleep(0.2)
+    assert progress is not None and progress.done >= 1, "no task of the suite finished in time"
     first.send_signal(signal.SIGKILL)
     first.wait(10)
     finished = [f"{suite_id}-{name}" for name in progress.finished]
