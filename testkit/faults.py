@@ -96,3 +96,9 @@ def tool_protocol_problems(request: dict) -> list[str]:
         if message.get("role") == "tool" and message.get("tool_call_id") not in called:
             problems.append(f"tool message for unknown call {message.get('tool_call_id')}")
     return problems
+
+
+def attempts_of_first(llm: RawLLM, role: str) -> list[dict]:
+    """The requests made by the activity behind the first ``role`` request."""
+    first = llm.calls(role)[0]["_request_id"]
+    return [r for r in llm.calls(role) if r["_request_id"] == first]

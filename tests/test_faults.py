@@ -12,7 +12,7 @@ import time
 import pytest
 from temporalio.client import WorkflowFailureError
 
-from testkit.faults import Override, RawLLM, closed_port, cut_off_response
+from testkit.faults import Override, RawLLM, attempts_of_first, closed_port, cut_off_response
 from testkit.llm_server import Reply, tool_messages
 from testkit.research_script import EXPECTED_SUM, FACT
 from testkit.runs import start
@@ -27,12 +27,6 @@ def llm():
     """Every request here carries its arrival time and activity id."""
     with RawLLM() as server:
         yield server
-
-
-def attempts_of_first(llm: RawLLM, role: str) -> list[dict]:
-    """The requests made by the activity behind the first ``role`` request."""
-    first = llm.calls(role)[0]["_request_id"]
-    return [r for r in llm.calls(role) if r["_request_id"] == first]
 
 
 def researcher_after_tool(llm: RawLLM) -> dict:

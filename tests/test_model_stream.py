@@ -21,7 +21,7 @@ from temporalio.client import WorkflowFailureError
 
 from client.runs import start_research
 from infra.connection import Connection
-from testkit.faults import Override, RawLLM
+from testkit.faults import Override, RawLLM, attempts_of_first
 from testkit.http_base import Response
 from testkit.llm_server import Reply, role_of
 from testkit.research_script import FACT
@@ -37,11 +37,6 @@ def llm():
     """Every request here carries its arrival time and activity id."""
     with RawLLM() as server:
         yield server
-
-
-def attempts_of_first(llm: RawLLM, role: str) -> list[dict]:
-    first = llm.calls(role)[0]["_request_id"]
-    return [r for r in llm.calls(role) if r["_request_id"] == first]
 
 
 def paced(normal, **pace) -> Reply:

@@ -12,15 +12,20 @@ from testkit.worker_process import WorkerProcess
 BIN = Path(sys.executable).parent
 
 
-async def test_a_retried_model_call_is_one_line_in_the_workers_log(worker_env, script, llm, temporal_client, tmp_path):
-    llm.fail_next(2, 500)  # the coordinator's first two attempts fail; the third goes through
-    with WorkerProcess(worker_env, tmp_path / "worker.log") as worker:
+async def worker_log_of_a_run(env: dict, temporal_client, tmp_path: Path) -> str:
+    """What a worker process logged while a run (`start hello`) went through it."""
+    with WorkerProcess(env, tmp_path / "worker.log") as worker:
         await worker.ready(temporal_client)
         run_id = subprocess.run(
-            [str(BIN / "deepresearch"), "start", "hello"], env=worker_env, capture_output=True, text=True, timeout=60
+            [str(BIN / "deepresearch"), "start", "hello"], env=env, capture_output=True, text=True, timeout=60
         ).stdout.strip()
         await temporal_client.get_workflow_handle(run_id).result()
-    log = worker.log_text()
+    return worker.log_text()
+
+
+async def test_a_retried_model_call_is_one_line_in_the_workers_log(worker_env, script, llm, temporal_client, tmp_path):
+    llm.fail_next(2, 500)  # the coordinator's first two attempts fail; the third goes through
+    log = await worker_log_of_a_run(worker_env, temporal_client, tmp_path)
     assert "Traceback" not in log, log[-3000:]
     failed = [line for line in log.splitlines() if "chat failed (attempt" in line]
     assert len(failed) == 2 and all("Temporal retries it" in line for line in failed), log[-3000:]
@@ -29,10 +34,4 @@ async def test_a_retried_model_call_is_one_line_in_the_workers_log(worker_env, s
 async def test_tracebacks_come_back_when_asked_for(worker_env, script, llm, temporal_client, tmp_path):
     llm.fail_next(1, 500)
     env = worker_env | {"DEEPRESEARCH_LOG_TRACEBACKS": "1"}
-    with WorkerProcess(env, tmp_path / "worker.log") as worker:
-        await worker.ready(temporal_client)
-        run_id = subprocess.run(
-            [str(BIN / "deepresearch"), "start", "hello"], env=env, capture_output=True, text=True, timeout=60
-        ).stdout.strip()
-        await temporal_client.get_workflow_handle(run_id).result()
-    assert "Traceback" in worker.log_text()
+    assert "Traceback" in await worker_log_of_a_run(env, temporal_client, tmp_path)

@@ -28,51 +28,32 @@ import itertools
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 from client.demo.roles import Turn, play
+from client.loopback import LoopbackServer
 
 MODEL_NAME = "demo-scripted"
 MAX_BODY = 50_000_000
 
 
-class DemoModel:
+class DemoModel(LoopbackServer):
     """The server; a context manager (also ``start()``/``stop()``)."""
 
+    name = "demo model"
+
     def __init__(self, port: int = 0) -> None:
-        self._port = port
-        self._httpd: ThreadingHTTPServer | None = None
+        super().__init__(port)
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self.calls: dict[str, int] = {}  # role -> number of requests answered
 
     @property
-    def port(self) -> int:
-        if self._httpd is None:
-            raise RuntimeError("the demo model is not started")
-        return self._httpd.server_address[1]
-
-    @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> DemoModel:
-        if self._httpd is None:
-            self._httpd = _Server(("127.0.0.1", self._port), _handler(self))
-            threading.Thread(target=self._httpd.serve_forever, name="demo-model", daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self) -> DemoModel:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _handler(self)
 
     def complete(self, request: dict) -> dict:
         """A ``chat.completion`` answering ``request``."""
@@ -130,13 +111,6 @@ def sse_events(done: dict, include_usage: bool) -> list[bytes]:
         events.append(f"data: {json.dumps(usage)}\n\n".encode())
     events.append(b"data: [DONE]\n\n")
     return events
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address) -> None:
-        pass  # a client that went away
 
 
 def _handler(model: DemoModel) -> type[BaseHTTPRequestHandler]:

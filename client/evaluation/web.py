@@ -20,14 +20,14 @@ from __future__ import annotations
 import json
 import math
 import re
-import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 from client.evaluation.corpus import Document, load_corpus
+from client.loopback import LoopbackServer
 
 MAX_RESULTS = 20
 DEFAULT_RESULTS = 5
@@ -129,24 +129,18 @@ def snippet(passage: str, limit: int = SNIPPET_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
-class CorpusWeb:
+class CorpusWeb(LoopbackServer):
     """The documents of ``folder`` on a threaded loopback HTTP server."""
 
+    name = "corpus web"
+
     def __init__(self, folder: Path, port: int = 0, documents: list[Document] | None = None) -> None:
+        super().__init__(port)
         self.folder = Path(folder).resolve()
         self.documents = documents if documents is not None else load_corpus(self.folder)
         self.index = Index(self.documents)
         self._by_path = {document.path: document for document in self.documents}
-        self._port = port
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
         self.searches: list[str] = []  # the queries received, in order
-
-    @property
-    def port(self) -> int:
-        if self._httpd is None:
-            raise RuntimeError("the corpus web is not started")
-        return self._httpd.server_address[1]
 
     @property
     def base_url(self) -> str:
@@ -163,24 +157,8 @@ class CorpusWeb:
             return None
         return path if path in self._by_path else None
 
-    def start(self) -> CorpusWeb:
-        if self._httpd is None:
-            self._httpd = _Server(("127.0.0.1", self._port), _handler(self))
-            self._thread = threading.Thread(target=self._httpd.serve_forever, name="corpus-web", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-
-    def __enter__(self) -> CorpusWeb:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _handler(self)
 
     def search(self, query: str, max_results: int = DEFAULT_RESULTS) -> dict:
         """A Tavily-shaped answer for ``query``."""
@@ -211,13 +189,6 @@ class CorpusWeb:
             return None
         file = (self.folder / document.path).resolve()
         return file if file.is_relative_to(self.folder) and file.is_file() else None
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address) -> None:
-        pass  # a client that went away; nothing to tell
 
 
 def _handler(web: CorpusWeb) -> type[BaseHTTPRequestHandler]:

@@ -1,0 +1,54 @@
+"""A threaded HTTP server on 127.0.0.1 in a daemon thread: what the demo's
+scripted model (``client/demo/model.py``) and the evaluation's offline web
+(``client/evaluation/web.py``) are served by."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Self
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        pass  # a client that went away; nothing to tell
+
+
+class LoopbackServer:
+    """Start/stop (or use as a context manager); subclasses give their
+    request handler class and a name for the thread and for errors."""
+
+    name = "loopback server"
+
+    def __init__(self, port: int = 0) -> None:
+        self._port = port
+        self._httpd: ThreadingHTTPServer | None = None
+
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        raise NotImplementedError
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError(f"the {self.name} is not started")
+        return self._httpd.server_address[1]
+
+    def start(self) -> Self:
+        if self._httpd is None:
+            self._httpd = _Server(("127.0.0.1", self._port), self.handler_class())
+            threading.Thread(target=self._httpd.serve_forever, name=self.name, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
