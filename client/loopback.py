@@ -18,12 +18,15 @@ class _Server(ThreadingHTTPServer):
 
 class LoopbackServer:
     """Start/stop (or use as a context manager); subclasses give their
-    request handler class and a name for the thread and for errors."""
+    request handler class and a name for the thread and for errors. With
+    ``any_port_if_taken``, ``port`` is only a preference: when it cannot be
+    bound the server takes any free port (see ``port`` for the one it got)."""
 
     name = "loopback server"
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, any_port_if_taken: bool = False) -> None:
         self._port = port
+        self._any_port_if_taken = any_port_if_taken
         self._httpd: ThreadingHTTPServer | None = None
 
     def handler_class(self) -> type[BaseHTTPRequestHandler]:
@@ -37,7 +40,14 @@ class LoopbackServer:
 
     def start(self) -> Self:
         if self._httpd is None:
-            self._httpd = _Server(("127.0.0.1", self._port), self.handler_class())
+            try:
+                self._httpd = _Server(("127.0.0.1", self._port), self.handler_class())
+            except OSError:
+                # Taken (a listener, or any socket bound there: an outgoing
+                # connection's own port); a preferred port may fall back.
+                if not (self._port and self._any_port_if_taken):
+                    raise
+                self._httpd = _Server(("127.0.0.1", 0), self.handler_class())
             threading.Thread(target=self._httpd.serve_forever, name=self.name, daemon=True).start()
         return self
 

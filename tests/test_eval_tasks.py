@@ -91,7 +91,32 @@ def test_the_builtin_suite_loads_with_every_facts_sources():
 
 def test_the_suites_offline_web_keeps_its_port_across_attaches():
     assert preferred_port("eval-x-1") == preferred_port("eval-x-1")
-    assert 20_000 <= preferred_port("eval-x-1") < 40_000
+    # Below Linux's ephemeral ports, where outgoing connections take theirs.
+    assert all(20_000 <= preferred_port(f"eval-x-{n}") < 32_768 for n in range(500))
+
+
+def test_the_offline_web_takes_another_port_when_its_own_is_held(tmp_path: Path):
+    """A socket merely bound to the preferred port (an outgoing connection's
+    own port looks like this: nothing listens) made `eval` die with a
+    traceback; the web now starts elsewhere and serves the corpus."""
+    import socket
+    import urllib.request
+
+    from client.evaluation.web import CorpusWeb
+
+    (tmp_path / "a.md").write_text("# Alpha\n\nThe alpha page.\n")
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    held = holder.getsockname()[1]
+    try:
+        with pytest.raises(OSError):
+            CorpusWeb(tmp_path, port=held).start()
+        with CorpusWeb(tmp_path, port=held, any_port_if_taken=True) as web:
+            assert web.port != held
+            with urllib.request.urlopen(web.url_for("a.md"), timeout=10) as page:
+                assert "The alpha page." in page.read().decode()
+    finally:
+        holder.close()
 
 
 def test_the_eval_worker_keeps_the_users_models_and_searches_the_offline_web(monkeypatch: pytest.MonkeyPatch):

@@ -95,9 +95,8 @@ async def run_suite(args, console, suite, request: EvalSuiteInput, base: Setting
     private_dir(conn.data_dir)
     log_file = terminal_log.setup(conn.data_dir)  # one line per failed call; tracebacks to the log file
     console.print(f"details in {log_file}", markup=False)
-    web_port = preferred_port(workflow_id)
     web = CorpusWeb(
-        suite.corpus_folder, port=0 if port_open("127.0.0.1", web_port) else web_port, documents=suite.documents
+        suite.corpus_folder, port=preferred_port(workflow_id), documents=suite.documents, any_port_if_taken=True
     )
     async with AsyncExitStack() as stack:
         stack.enter_context(cancel_on_sigterm())

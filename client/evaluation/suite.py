@@ -133,5 +133,8 @@ def suite_id(suite: Suite, request: EvalSuiteInput, models: dict[str, str], base
 
 def preferred_port(workflow_id: str) -> int:
     """The offline web's port for this suite: the same on every attach, so
-    pages a run found before a restart are still where it found them."""
-    return 20_000 + int(hashlib.sha256(workflow_id.encode()).hexdigest()[:8], 16) % 20_000
+    pages a run found before a restart are still where it found them. Below
+    Linux's ephemeral range (32768 and up), so an outgoing connection's own
+    port rarely holds it; when something does, the web takes any free port
+    (scores match documents by path, whatever the port)."""
+    return 20_000 + int(hashlib.sha256(workflow_id.encode()).hexdigest()[:8], 16) % 12_000

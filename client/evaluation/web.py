@@ -134,8 +134,10 @@ class CorpusWeb(LoopbackServer):
 
     name = "corpus web"
 
-    def __init__(self, folder: Path, port: int = 0, documents: list[Document] | None = None) -> None:
-        super().__init__(port)
+    def __init__(
+        self, folder: Path, port: int = 0, documents: list[Document] | None = None, any_port_if_taken: bool = False
+    ) -> None:
+        super().__init__(port, any_port_if_taken)
         self.folder = Path(folder).resolve()
         self.documents = documents if documents is not None else load_corpus(self.folder)
         self.index = Index(self.documents)
