@@ -155,11 +155,13 @@ def test_a_bad_task_line_is_one_line_naming_file_and_line(eval_env, tmp_path: Pa
 def test_no_model_configured_is_one_line(eval_env, tmp_path: Path):
     tasks, corpus = write_suite(tmp_path)
     env = {k: v for k, v in eval_env.items() if not k.startswith("OPENAI_")}
+    env["DEEPRESEARCH_LOCAL_MODEL_URLS"] = "http://127.0.0.1:9"  # no local server either
     done = subprocess.run(
         eval_command(tasks, corpus, tmp_path / "r.json"), env=env, cwd=ROOT, capture_output=True, text=True
     )
     assert done.returncode != 0
-    assert len(done.stderr.strip().splitlines()) == 1 and "OPENAI_API_KEY" in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("error: OPENAI_API_KEY is not set and no local model server answers (127.0.0.1:9)")
 
 
 async def test_a_killed_eval_finishes_without_running_a_finished_task_again(
@@ -237,3 +239,30 @@ async def test_runs_and_only(eval_env, temporal_client, tmp_path: Path):
     for record in data["tasks"]:
         result = await temporal_client.get_workflow_handle(record["run_id"], result_type=ResearchResult).result()
         assert record["facts"]["staff"] == found_in(result.final_report, TASKS[1]["facts"][0]["any"])
+
+
+async def test_eval_without_a_key_uses_a_local_model_server_as_run_does(eval_env, temporal_client, tmp_path: Path):
+    """No OPENAI_API_KEY: `eval` finds a local server as `run` and `worker` do,
+    says which, and every task's model calls go to it."""
+    from testkit.local_model_server import LocalModelServer
+
+    tasks, corpus = write_suite(tmp_path)
+    out = tmp_path / "result.json"
+    with LocalModelServer("llama.cpp", model="local-small", n_ctx=16384, handler=EvalScript()) as server:
+        url = f"http://127.0.0.1:{server.port}"
+        env = {
+            k: v for k, v in eval_env.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DEEPRESEARCH_MODEL")
+        }
+        env["DEEPRESEARCH_LOCAL_MODEL_URLS"] = url
+        command = eval_command(tasks, corpus, out, "--only", "harbour")
+        done = await asyncio.to_thread(
+            subprocess.run, command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300
+        )
+        models = {r.get("model") for r in server.calls()}
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"no OPENAI_API_KEY: using the llama.cpp server at {url}/v1 (model local-small" in done.stdout
+    assert models == {"local-small"}
+    data = json.loads(out.read_text())
+    assert data["models"]["reporter"] == "local-small"
+    (record,) = data["tasks"]
+    assert record["facts"]["name"] is True and record["model_calls"] > 0

@@ -17,7 +17,7 @@ import dataclasses
 from contextlib import AsyncExitStack
 
 from client import terminal_log
-from client.commands.run import dev_ports, embedded_server, in_process_worker, split_address
+from client.commands.run import dev_ports, embedded_server, in_process_worker, no_model_line, split_address
 from client.devserver import port_open
 from client.display import make_console
 from client.errors import CliError
@@ -32,7 +32,8 @@ from client.evaluation.suite import (
 )
 from client.evaluation.web import CorpusWeb
 from client.options import connection
-from infra.errors import cli_name
+from infra.errors import ConfigError, cli_name
+from infra.local_models import local_settings
 from infra.process import cancel_on_sigterm
 from infra.settings import Settings, private_dir
 from infra.temporal import connect
@@ -51,9 +52,14 @@ async def main(args: argparse.Namespace) -> int:
     if args.concurrency < 1 or args.concurrency > 32:
         raise CliError("--concurrency must be between 1 and 32")
     suite = load_suite(args)
-    base = Settings.from_env()
-    # No model configured: one line now (search is the offline web's, whatever is set for it).
-    eval_settings(base, "http://127.0.0.1", args.judge_model).check()
+    base, local_line = await local_settings()  # a local model server when there is no key, as `run` does
+    try:  # no model configured: one line now (search is the offline web's, whatever is set for it)
+        eval_settings(base, "http://127.0.0.1", args.judge_model).check()
+    except ConfigError as err:
+        keyless = not base.openai_api_key and not base.openai_base_url
+        raise ConfigError(no_model_line() if keyless else str(err)) from None
+    if local_line:
+        console.print(local_line, markup=False)
     request = EvalSuiteInput(
         suite=suite.name,
         tasks=suite.tasks,
