@@ -83,6 +83,17 @@ async def test_a_thread_of_three_questions(worker_env, worker, llm, tavily, page
     assert "Q: Repeat your previous answer, please" in shown.stdout and "researched more in" in shown.stdout
     listed = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "list")
     assert first["workflow_id"] in listed.stdout and "follow-up thread: 3 question(s)" in listed.stdout
+    # `result` of the thread: every answer in full at once (it used to wait for a thread that never ends).
+    saved = Path(worker_env["DEEPRESEARCH_DATA_DIR"]) / "thread.md"
+    done = await asyncio.to_thread(cli, worker_env, "result", first["workflow_id"], "-o", str(saved), timeout=60)
+    assert done.returncode == 0, done.stderr
+    text = saved.read_text()
+    assert text.index("## How many ships") < text.index("## Repeat your previous") < text.index("## Who constructed")
+    assert third["answer"].strip() in text and f"researched more for this answer in run {third['research_run']}" in (
+        text.lower()
+    )
+    as_json = json.loads((await asyncio.to_thread(cli, worker_env, "result", first["workflow_id"], "--json")).stdout)
+    assert as_json["workflow_id"] == first["workflow_id"] and len(as_json["turns"]) == 3
 
 
 async def test_a_question_on_an_unknown_or_unfinished_run_is_one_line(worker_env, worker):

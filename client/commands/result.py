@@ -10,7 +10,7 @@ from client.errors import CliError, failure_message
 from client.ids import may_be_side_output
 from client.options import BINARY_FORMATS, connection, output_format, report_path
 from client.side_outputs import RESULT_TYPES, SIDE_TYPES
-from client.talk import exit_code, write_file
+from client.talk import QUERY_TIMEOUT, exit_code, write_file
 from infra.temporal import connect
 from workflows.failures import partial_report
 from workflows.models import ResearchResult
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 async def main(args: argparse.Namespace) -> int:
     conn = connection(args)
     client = await connect(conn)
+    if args.workflow_id.endswith("-ask") and await workflow_type(client, args.workflow_id) == "FollowUp":
+        return await thread_result(client, args)
     if (kind := await side_kind(client, args.workflow_id)) is not None:
         return await side_result(conn, client, kind, args.workflow_id, args.output, args.format)
     handle = client.get_workflow_handle(args.workflow_id, result_type=ResearchResult)
@@ -55,13 +57,53 @@ def show_partial(report: str, output: Path | None) -> None:
         print_report(make_console(), report)
 
 
+async def workflow_type(client, workflow_id: str) -> str:
+    return (await client.get_workflow_handle(workflow_id).describe()).workflow_type
+
+
 async def side_kind(client, workflow_id: str) -> str | None:
     """ "podcast", "slides" or "prose" for a side output's id, else None."""
     if not may_be_side_output(workflow_id):
         return None
-    described = await client.get_workflow_handle(workflow_id).describe()
     kinds = {v: k for k, v in SIDE_TYPES.items()}
-    return kinds.get(described.workflow_type)
+    return kinds.get(await workflow_type(client, workflow_id))
+
+
+async def thread_result(client, args: argparse.Namespace) -> int:
+    """A follow-up thread never ends by itself (it waits for the next
+    question): its questions and answers so far, in full, without waiting."""
+    import json
+
+    from workflows.follow_up_models import ThreadStatus
+
+    handle = client.get_workflow_handle(args.workflow_id)
+    status = await handle.query("status", result_type=ThreadStatus, rpc_timeout=QUERY_TIMEOUT)
+    if output_format(args) == "json":
+        text = json.dumps({"workflow_id": handle.id} | status.model_dump(mode="json"), ensure_ascii=False, indent=2)
+    elif output_format(args) == "md":
+        text = thread_markdown(status)
+    else:
+        raise CliError(f"{handle.id} is a follow-up thread: --format md or json (ask the run itself for {args.format})")
+    if args.output:
+        print(f"saved to {write_file(args.output, text)}")
+    elif output_format(args) == "md":
+        print_report(make_console(), text)
+    else:
+        print(text)
+    return 0
+
+
+def thread_markdown(status) -> str:
+    parts = [f"# Follow-up questions on run {status.run_id}"]
+    for turn in status.turns:
+        parts += [f"## {' '.join(turn.question.split())}", turn.answer.strip()]
+        if turn.researched:
+            parts.append(f"*Researched more for this answer in run {turn.research_run}.*")
+        parts += [f"{n}. [{c.title or c.url}]({c.url})" for n, c in enumerate(turn.citations, 1)]
+    if not status.turns:
+        parts.append("No question answered yet.")
+    parts += [f"Waiting for an answer: {q}" for q in status.waiting]
+    return "\n\n".join(parts) + "\n"
 
 
 async def side_result(
