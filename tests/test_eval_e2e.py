@@ -266,3 +266,11 @@ async def test_eval_without_a_key_uses_a_local_model_server_as_run_does(eval_env
     assert data["models"]["reporter"] == "local-small"
     (record,) = data["tasks"]
     assert record["facts"]["name"] is True and record["model_calls"] > 0
+    # `result` on the suite's own id: one line saying what it is (it used to fail decoding it as a run).
+    suite_id = data["tasks"][0]["run_id"].removesuffix("-kestrel-r1")
+    shown = subprocess.run(
+        [sys.executable, "-m", "client.cli", "result", suite_id], env=eval_env, cwd=ROOT, capture_output=True, text=True
+    )
+    assert shown.returncode == 1 and shown.stderr.strip().splitlines() == [
+        f"error: {suite_id} is not a research run but an evaluation suite: run the same `eval` command again for its table"
+    ]

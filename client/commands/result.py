@@ -22,10 +22,14 @@ if TYPE_CHECKING:
 async def main(args: argparse.Namespace) -> int:
     conn = connection(args)
     client = await connect(conn)
-    if args.workflow_id.endswith("-ask") and await workflow_type(client, args.workflow_id) == "FollowUp":
+    kind = await workflow_type(client, args.workflow_id)  # one describe; an unknown id is one line here
+    if kind == "FollowUp":
         return await thread_result(client, args)
-    if (kind := await side_kind(client, args.workflow_id)) is not None:
-        return await side_result(conn, client, kind, args.workflow_id, args.output, args.format)
+    if kind in SIDE_KINDS:
+        return await side_result(conn, client, SIDE_KINDS[kind], args.workflow_id, args.output, args.format)
+    if kind != "DeepResearch":
+        what = "an evaluation suite: run the same `eval` command again for its table"
+        raise CliError(f"{args.workflow_id} is not a research run but {what if kind == 'EvalSuite' else kind}")
     handle = client.get_workflow_handle(args.workflow_id, result_type=ResearchResult)
     from temporalio.client import WorkflowFailureError
 
@@ -57,6 +61,9 @@ def show_partial(report: str, output: Path | None) -> None:
         print_report(make_console(), report)
 
 
+SIDE_KINDS = {workflow_type: kind for kind, workflow_type in SIDE_TYPES.items()}
+
+
 async def workflow_type(client, workflow_id: str) -> str:
     return (await client.get_workflow_handle(workflow_id).describe()).workflow_type
 
@@ -65,8 +72,7 @@ async def side_kind(client, workflow_id: str) -> str | None:
     """ "podcast", "slides" or "prose" for a side output's id, else None."""
     if not may_be_side_output(workflow_id):
         return None
-    kinds = {v: k for k, v in SIDE_TYPES.items()}
-    return kinds.get(await workflow_type(client, workflow_id))
+    return SIDE_KINDS.get(await workflow_type(client, workflow_id))
 
 
 async def thread_result(client, args: argparse.Namespace) -> int:
