@@ -23,6 +23,7 @@ from pptx import Presentation
 
 from client.wording import usage_text
 from testkit.crash import Gate
+from testkit.llm_server import Reply, has_tool_result
 from testkit.research_script import FACT
 from testkit.worker_process import WorkerProcess
 from workflows.models import Usage
@@ -189,6 +190,33 @@ async def test_the_page_follows_a_run_through_a_worker_crash(
         await process.ready(temporal_client)
         await phase_is(page, "completed", timeout=120_000)  # the same page, no reload
     await playwright_api.expect(page.get_by_test_id("report")).to_contain_text(FACT)
+
+
+async def test_a_failed_run_shows_what_it_found_before_it_failed(page, desk, worker_env, worker, script):
+    """The partial report of a failed run (here a crawled page's blob deleted
+    mid-run) is on the page under "Partial report", with the reason; nothing
+    to download or ask about."""
+    data = Path(worker_env["DEEPRESEARCH_DATA_DIR"])
+    researcher, deleted = script.researcher, []
+
+    def deleting(request):
+        if has_tool_result(request, "crawl") and not deleted:
+            for path in (data / "blobs").rglob("*"):
+                if path.is_file():
+                    path.unlink()
+            deleted.append(True)
+            return Reply(tool_calls=[("web_search", {"query": "more about the lighthouse"})])
+        return researcher(request)
+
+    script.researcher = deleting
+    await start_from_page(page, desk)
+    await phase_is(page, "awaiting_review")
+    await page.get_by_test_id("accept-button").click()
+    await playwright_api.expect(page.locator("#run-problem")).to_contain_text("is missing", timeout=WAIT)
+    await playwright_api.expect(page.locator("#report-heading")).to_have_text("Partial report", timeout=WAIT)
+    await playwright_api.expect(page.get_by_test_id("report")).to_contain_text("Scripted Report")
+    await playwright_api.expect(page.get_by_test_id("download-md")).to_be_hidden()
+    await playwright_api.expect(page.get_by_test_id("ask-input")).to_be_hidden()
 
 
 async def test_slides_made_on_the_page_appear_when_done_without_a_reload(page, desk, worker, script, llm, tmp_path):

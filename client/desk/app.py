@@ -56,6 +56,7 @@ from client.wording import usage_text
 from infra.blobs import blob_store
 from infra.connection import Connection
 from infra.temporal import connect
+from workflows.failures import partial_report
 from workflows.models import (
     PHASE_ATTRIBUTE,
     TITLE_ATTRIBUTE,
@@ -232,6 +233,8 @@ class Desk:
                 await handle.result()
             except WorkflowFailureError as err:
                 out["failure"] = failure_message(err)
+                if partial := partial_report(err):  # what the run found before it failed
+                    out["partial_report_html"] = report_html(partial)[1]
             except Exception as err:  # terminated, timed out
                 out["failure"] = str(err).splitlines()[0][:300]
         return out

@@ -167,6 +167,7 @@ async function refresh() {
     $("phase").textContent = data.workflow_status;
   }
   if (data.result) showReport(id, data);
+  else if (data.partial_report_html) showPartial(id, data);
   else if (data.workflow_status === "running" && status && ["completed", "cancelled", "failed"].includes(status.phase)) {
     lookAgain(id, 500); // the run is closing: its result comes in a moment
   }
@@ -212,16 +213,31 @@ function showPlan(status) {
   $("review").hidden = !status.review_pending;
 }
 
-function showReport(id, data) {
+function putReport(id, html, partial) {
   const box = $("report-box");
   if (box.dataset.run !== id) $("ask-answer").replaceChildren();
   box.dataset.run = id;
-  const base = `/api/runs/${encodeURIComponent(id)}`;
-  $("report").innerHTML = data.result.report_html; // rendered on the server without raw HTML
+  $("report").innerHTML = html; // rendered on the server without raw HTML
   for (const a of $("report").querySelectorAll("a")) {
     a.target = "_blank";
     a.rel = "noopener noreferrer";
   }
+  $("report-heading").textContent = partial ? "Partial report" : "Report";
+  $("report-actions").hidden = partial; // a failed run has no downloads, and no thread to ask
+  $("ask-box").hidden = partial;
+}
+
+// A failed run: what it found before it failed (the reason is in run-problem).
+function showPartial(id, data) {
+  putReport(id, data.partial_report_html, true);
+  $("usage").textContent = "what the run found before it failed";
+  $("report-box").hidden = false;
+}
+
+function showReport(id, data) {
+  const box = $("report-box");
+  putReport(id, data.result.report_html, false);
+  const base = `/api/runs/${encodeURIComponent(id)}`;
   for (const fmt of ["md", "html", "json", "pdf", "docx"]) $("download-" + fmt).href = base + "/report." + fmt;
   const files = data.files || {};
   const making = { slides: "making slides…", podcast: "making a podcast…" };
