@@ -58,6 +58,17 @@ def test_totals_are_each_runs_then_their_mean_and_spread():
     results.show(Console(file=open("/dev/null", "w")), data)
 
 
+def test_in_a_pipe_the_tables_keep_every_cell_whole(tmp_path: Path):
+    """Piped (`eval … | tee`), rich squeezed the 15 columns into 80 and cut
+    task ids and numbers; each row is now on one line, whole."""
+    records = [record("a-rather-long-task-identifier", 1, 0.6667, 0.5, 123_456)]
+    out = tmp_path / "shown.txt"
+    with out.open("w") as file:
+        results.show(Console(file=file, width=80), results.suite_json("s", {}, records))
+    row = next(line for line in out.read_text().splitlines() if "a-rather-long-task-identifier" in line)
+    assert "0.67" in row and "123456" in row and "completed" in row
+
+
 def test_compare_says_which_wins_task_by_task(tmp_path: Path):
     a = results.suite_json("s", {"reporter": "small"}, [record("t1", 1, 1.0, 1.0, 900), record("t2", 1, 0.5, 1.0, 10)])
     b = results.suite_json("s", {"reporter": "big"}, [record("t1", 1, 0.5, 1.0, 100), record("t2", 1, 0.5, 1.0, 5)])

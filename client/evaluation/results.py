@@ -172,10 +172,25 @@ def summary_table(records: list[dict]) -> Table:
 
 
 def show(console: Console, data: dict[str, Any]) -> None:
-    console.print(task_table(data["tasks"]))
+    put(console, task_table(data["tasks"]))
     if data["totals"].get("runs", 1) > 1:
-        console.print(summary_table(data["tasks"]))
-    console.print(totals_table(data["totals"]))
+        put(console, summary_table(data["tasks"]))
+    put(console, totals_table(data["totals"]))
+
+
+def put(console: Console, table: Table) -> None:
+    """On a terminal, fitted to its width; in a pipe or a file, as wide as
+    the table needs (rich would squeeze it to 80 columns, cutting cells)."""
+    if console.is_terminal:
+        console.print(table)
+    else:
+        natural = console.measure(table, options=console.options.update_width(1_000)).maximum
+        width = console.width
+        console.width = max(width, natural)  # print's own width= is capped at the console's
+        try:
+            console.print(table)
+        finally:
+            console.width = width
 
 
 # --- --compare ----------------------------------------------------------------
@@ -247,7 +262,7 @@ def compare(console: Console, path_a: Path, path_b: Path) -> None:
             won,
         )
     overall = winner(totals(a["tasks"]), totals(b["tasks"]))
-    console.print(table)
+    put(console, table)
     verdict = {"A": f"A ({path_a}) wins", "B": f"B ({path_b}) wins", "tie": "a tie"}.get(overall, "no verdict")
     console.print(
         f"tasks won: A {wins['A']}, B {wins['B']}, ties {wins['tie']}; overall: {verdict} "
