@@ -195,6 +195,11 @@ async def test_a_killed_eval_finishes_without_running_a_finished_task_again(
     assert progress is not None and progress.done >= 1, "no task of the suite finished in time"
     first.send_signal(signal.SIGKILL)
     first.wait(10)
+    status = [sys.executable, "-m", "client.cli", "status", suite_id]  # its worker was in the killed eval
+    shown = await asyncio.to_thread(subprocess.run, status, env=eval_env, cwd=ROOT, capture_output=True, text=True)
+    assert shown.returncode == 1 and shown.stderr.strip().splitlines() == [
+        f"error: evaluation suite {suite_id} waits: no `eval` serves it now; run the same `eval` command again to go on"
+    ]
     finished = [f"{suite_id}-{name}" for name in progress.finished]
     assert finished and progress.done < 3, progress
     calls_before = {run: _calls(model, run) for run in finished}
@@ -216,6 +221,8 @@ async def test_a_killed_eval_finishes_without_running_a_finished_task_again(
     requests = len(model.requests)
     again = subprocess.run(command, env=eval_env, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and f"suite {suite_id} has already finished" in again.stdout
+    shown = await asyncio.to_thread(subprocess.run, status, env=eval_env, cwd=ROOT, capture_output=True, text=True)
+    assert f"evaluation suite {suite_id} has ended (completed)" in shown.stderr
     assert json.loads(out.read_text())["tasks"] == data["tasks"]
     assert len(model.requests) == requests
 

@@ -69,15 +69,18 @@ async def full(args: argparse.Namespace, conn: Connection, failed: RPCError | No
     """With the SDK's client and the models; ``failed``: the quick query's error."""
     from temporalio.client import WorkflowQueryFailedError
 
-    from client.commands.result import side_kind
+    from client.commands.result import SIDE_KINDS
     from infra.temporal import connect
     from workflows.models import SideStatus
 
     client = await connect(conn)
     handle = client.get_workflow_handle(args.workflow_id)
-    if handle.id.endswith("-ask") and (await handle.describe()).workflow_type == "FollowUp":
+    described = await handle.describe()  # the quick way did not answer: what is it?
+    if described.workflow_type == "FollowUp":
         return await show_thread(handle, args.json)
-    kind = await side_kind(client, handle.id)
+    if described.workflow_type == "EvalSuite":
+        return await show_suite(handle, described, args.json)
+    kind = SIDE_KINDS.get(described.workflow_type)
     try:
         if failed is not None:
             raise failed
@@ -121,6 +124,30 @@ async def show_thread(handle: WorkflowHandle, as_json: bool) -> int:
     if status.research_run:
         lines.append(f"researching now in run {status.research_run}")
     lines.append(f"ask more with `{cli_name()} ask {status.run_id} QUESTION`")
+    print("\n".join(lines))
+    return 0
+
+
+async def show_suite(handle: WorkflowHandle, described, as_json: bool) -> int:
+    """An evaluation suite: how many of its task runs finished. Its worker
+    lives in the `eval` process, so only a running `eval` answers."""
+    from temporalio.client import WorkflowExecutionStatus
+
+    from workflows.eval_models import EvalProgress
+
+    again = "run the same `eval` command again"
+    if described.status != WorkflowExecutionStatus.RUNNING:
+        state = described.status.name.lower() if described.status else "closed"
+        raise CliError(f"evaluation suite {handle.id} has ended ({state}): {again} to print its table")
+    try:
+        progress = await handle.query("progress", result_type=EvalProgress, rpc_timeout=QUERY_TIMEOUT)
+    except RPCError:
+        raise CliError(f"evaluation suite {handle.id} waits: no `eval` serves it now; {again} to go on") from None
+    if as_json:
+        print(json.dumps({"workflow_id": handle.id} | progress.model_dump(mode="json"), indent=2))
+        return 0
+    lines = [f"evaluation suite {handle.id}: {progress.done} of {progress.total} task run(s) finished"]
+    lines += [f"running: {run}" for run in progress.running]
     print("\n".join(lines))
     return 0
 
