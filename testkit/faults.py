@@ -8,11 +8,12 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from testkit.crash import RecordingLLM
 from testkit.http_base import Response
-from testkit.llm_server import role_of
+from testkit.llm_server import Reply, has_tool_result, role_of
 
 
 class RawLLM(RecordingLLM):
@@ -102,3 +103,21 @@ def attempts_of_first(llm: RawLLM, role: str) -> list[dict]:
     """The requests made by the activity behind the first ``role`` request."""
     first = llm.calls(role)[0]["_request_id"]
     return [r for r in llm.calls(role) if r["_request_id"] == first]
+
+
+def blobs_deleted_at_first_crawl(script, data_dir: Path) -> None:
+    """Make ``script``'s researcher delete every stored blob (as a careless
+    hand would) once it has a crawl's result, then search again: its next
+    model call finds a crawled page gone."""
+    researcher, deleted = script.researcher, []
+
+    def deleting(request):
+        if has_tool_result(request, "crawl") and not deleted:
+            for path in (data_dir / "blobs").rglob("*"):
+                if path.is_file():
+                    path.unlink()
+            deleted.append(True)
+            return Reply(tool_calls=[("web_search", {"query": "more about the lighthouse"})])
+        return researcher(request)
+
+    script.researcher = deleting

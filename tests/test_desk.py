@@ -23,7 +23,7 @@ from pptx import Presentation
 
 from client.wording import usage_text
 from testkit.crash import Gate
-from testkit.llm_server import Reply, has_tool_result
+from testkit.faults import blobs_deleted_at_first_crawl
 from testkit.research_script import FACT
 from testkit.worker_process import WorkerProcess
 from workflows.models import Usage
@@ -197,18 +197,7 @@ async def test_a_failed_run_shows_what_it_found_before_it_failed(page, desk, wor
     mid-run) is on the page under "Partial report", with the reason; nothing
     to download or ask about."""
     data = Path(worker_env["DEEPRESEARCH_DATA_DIR"])
-    researcher, deleted = script.researcher, []
-
-    def deleting(request):
-        if has_tool_result(request, "crawl") and not deleted:
-            for path in (data / "blobs").rglob("*"):
-                if path.is_file():
-                    path.unlink()
-            deleted.append(True)
-            return Reply(tool_calls=[("web_search", {"query": "more about the lighthouse"})])
-        return researcher(request)
-
-    script.researcher = deleting
+    blobs_deleted_at_first_crawl(script, data)
     await start_from_page(page, desk)
     await phase_is(page, "awaiting_review")
     await page.get_by_test_id("accept-button").click()

@@ -20,7 +20,7 @@ from client.commands.gc import touch
 from client.errors import failure_message
 from client.talk import Stuck
 from infra.payload_storage import FileStorageDriver
-from testkit.llm_server import Reply, has_tool_result
+from testkit.faults import blobs_deleted_at_first_crawl
 from testkit.runs import start
 from workflows.failures import partial_report
 
@@ -86,18 +86,7 @@ async def test_a_blob_gone_mid_run_fails_it_at_once_with_a_partial_report(
     """The researcher's third turn deletes every blob (as a careless hand
     would): its next model call finds a crawled page gone."""
     data = Path(worker_env["DEEPRESEARCH_DATA_DIR"])
-    researcher, deleted = script.researcher, []
-
-    def deleting(request):
-        if has_tool_result(request, "crawl") and not deleted:
-            for path in (data / "blobs").rglob("*"):
-                if path.is_file():
-                    path.unlink()
-            deleted.append(True)
-            return Reply(tool_calls=[("web_search", {"query": "more about the lighthouse"})])
-        return researcher(request)
-
-    script.researcher = deleting
+    blobs_deleted_at_first_crawl(script, data)
     handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
     with pytest.raises(WorkflowFailureError) as failed:
         await asyncio.wait_for(handle.result(), 120)
