@@ -58,6 +58,27 @@ def shared_indexes(env: Mapping[str, str] | None = None) -> SharedIndexes | None
     return SharedIndexes(s3_client(s3), s3.bucket) if s3 else None
 
 
+class Held:
+    """What a built worker holds open besides its Temporal client: the code
+    sandbox (its attributes are this object's) and the HTTP clients of the
+    model and speech endpoints. ``close_all`` closes them all, so a worker
+    that stops leaves no client for the garbage collector to close on some
+    other event loop."""
+
+    def __init__(self, sandbox: Sandbox, *clients: Any) -> None:
+        self.sandbox, self.clients = sandbox, clients
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sandbox, name)
+
+    async def close_all(self) -> None:
+        try:
+            await self.sandbox.close_all()
+        finally:
+            for http_client in self.clients:
+                await http_client.close()
+
+
 def build_worker(
     client: Client,
     settings: Settings,
@@ -68,8 +89,9 @@ def build_worker(
     max_activities_per_second: float | None = None,
     graceful_shutdown_seconds: float = 0,
     interceptors: Sequence[Interceptor] = (),
-) -> tuple[Worker, Sandbox]:
-    """A worker with every activity; the caller closes the sandbox.
+) -> tuple[Worker, Held]:
+    """A worker with every activity, and what it holds open (the sandbox and
+    HTTP clients): the caller closes that with ``close_all()``.
 
     ``max_concurrent_activities`` bounds the activities this worker runs at
     once; ``max_activities_per_second`` is the task queue's rate limit, shared
@@ -113,7 +135,7 @@ def build_worker(
         graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_seconds),
         interceptors=interceptors,
     )
-    return worker, sandbox
+    return worker, Held(sandbox, model.client, speech.client)
 
 
 def worker_options(env: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -157,14 +179,14 @@ async def run_worker(conn: Connection, settings: Settings, *, stop: asyncio.Even
     protect_secrets()  # the keys in this process's environment: not readable by its own user's processes
     options = worker_options() | options
     client = await connect(conn)
-    worker, sandbox = build_worker(client, settings, conn.task_queue, **options)
+    worker, held = build_worker(client, settings, conn.task_queue, **options)
     try:
-        if hasattr(sandbox, "isolation"):  # the local sandbox: say now if it will not run code
-            await sandbox.isolation()
+        if hasattr(held, "isolation"):  # the local sandbox: say now if it will not run code
+            await held.isolation()
         async with worker:
             await (stop.wait() if stop else asyncio.Future())
     finally:
-        await sandbox.close_all()
+        await held.close_all()
 
 
 async def serve(conn: Connection, settings: Settings) -> None:
