@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -353,13 +354,18 @@ FINISHED = ResearchResult(
 
 
 class FinishedRun:
-    """Stands in for the Temporal client: every run has already finished."""
+    """Stands in for the Temporal client: every run is a `DeepResearch` that
+    has already finished."""
 
     def get_workflow_handle(self, workflow_id, result_type=None):
-        assert result_type is ResearchResult
+        self.result_type = result_type
         return self
 
+    async def describe(self):
+        return types.SimpleNamespace(workflow_type="DeepResearch")
+
     async def result(self):
+        assert self.result_type is ResearchResult
         return FINISHED
 
 

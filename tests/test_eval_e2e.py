@@ -173,18 +173,19 @@ async def test_a_killed_eval_finishes_without_running_a_finished_task_again(
     first = subprocess.Popen(
         command, env=eval_env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
-    suite_id = None
+    suite_id, printed = None, []
     for line in first.stdout:
+        printed.append(line)
         found = re.match(r"suite (\S+):", line)
         if found:
             suite_id = found.group(1)
             break
-    assert suite_id, "the eval never named its suite"
-    # Keep reading what it prints: a full pipe would stop the eval (and its worker) mid-write.
-    threading.Thread(target=lambda: [None for _ in first.stdout], daemon=True).start()
+    assert suite_id, "the eval never named its suite: " + "".join(printed)[-3000:]
+    # Keep reading what it prints (a full pipe would stop the eval and its worker mid-write), to show on failure.
+    threading.Thread(target=lambda: printed.extend(first.stdout), daemon=True).start()
     handle = temporal_client.get_workflow_handle(suite_id)
     deadline, progress = time.monotonic() + 240, None
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and first.poll() is None:
         try:
             progress = await handle.query("progress", result_type=EvalProgress)
         except Exception:  # noqa: BLE001 - not started yet
@@ -192,7 +193,9 @@ async def test_a_killed_eval_finishes_without_running_a_finished_task_again(
         if progress and progress.done >= 1:
             break
         await asyncio.sleep(0.2)
-    assert progress is not None and progress.done >= 1, "no task of the suite finished in time"
+    assert progress is not None and progress.done >= 1, (
+        f"no task of the suite finished in time (eval exit code {first.poll()}): " + "".join(printed)[-3000:]
+    )
     first.send_signal(signal.SIGKILL)
     first.wait(10)
     status = [sys.executable, "-m", "client.cli", "status", suite_id]  # its worker was in the killed eval
@@ -246,6 +249,14 @@ async def test_runs_and_only(eval_env, temporal_client, tmp_path: Path):
     for record in data["tasks"]:
         result = await temporal_client.get_workflow_handle(record["run_id"], result_type=ResearchResult).result()
         assert record["facts"]["staff"] == found_in(result.final_report, TASKS[1]["facts"][0]["any"])
+    # `result` on the suite's own id: one line saying what it is (it used to fail decoding it as a run).
+    suite_id = data["tasks"][0]["run_id"].removesuffix("-kestrel-r1")
+    shown = subprocess.run(
+        [sys.executable, "-m", "client.cli", "result", suite_id], env=eval_env, cwd=ROOT, capture_output=True, text=True
+    )
+    assert shown.returncode == 1 and shown.stderr.strip().splitlines() == [
+        f"error: {suite_id} is not a research run but an evaluation suite: run the same `eval` command again for its table"
+    ]
 
 
 async def test_eval_without_a_key_uses_a_local_model_server_as_run_does(eval_env, temporal_client, tmp_path: Path):
@@ -273,11 +284,3 @@ async def test_eval_without_a_key_uses_a_local_model_server_as_run_does(eval_env
     assert data["models"]["reporter"] == "local-small"
     (record,) = data["tasks"]
     assert record["facts"]["name"] is True and record["model_calls"] > 0
-    # `result` on the suite's own id: one line saying what it is (it used to fail decoding it as a run).
-    suite_id = data["tasks"][0]["run_id"].removesuffix("-kestrel-r1")
-    shown = subprocess.run(
-        [sys.executable, "-m", "client.cli", "result", suite_id], env=eval_env, cwd=ROOT, capture_output=True, text=True
-    )
-    assert shown.returncode == 1 and shown.stderr.strip().splitlines() == [
-        f"error: {suite_id} is not a research run but an evaluation suite: run the same `eval` command again for its table"
-    ]
