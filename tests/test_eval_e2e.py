@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from testkit.crash import RecordingLLM
+from testkit.crash import Gate, RecordingLLM
 from testkit.eval_script import EvalScript
 from testkit.runs import keep_history
 from workflows.eval_models import EvalProgress
@@ -170,6 +170,8 @@ async def test_a_killed_eval_finishes_without_running_a_finished_task_again(
     tasks, corpus = write_suite(tmp_path)
     out = tmp_path / "result.json"
     command = eval_command(tasks, corpus, out, "--concurrency", "1")
+    # The second task's report waits until the eval is killed: the suite cannot finish first.
+    gate = model.handler = Gate(model.handler, "reporter", n=2)
     first = subprocess.Popen(
         command, env=eval_env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -198,6 +200,7 @@ async def test_a_killed_eval_finishes_without_running_a_finished_task_again(
     )
     first.send_signal(signal.SIGKILL)
     first.wait(10)
+    gate.release()
     status = [sys.executable, "-m", "client.cli", "status", suite_id]  # its worker was in the killed eval
     shown = await asyncio.to_thread(subprocess.run, status, env=eval_env, cwd=ROOT, capture_output=True, text=True)
     assert shown.returncode == 1 and shown.stderr.strip().splitlines() == [
