@@ -198,10 +198,17 @@ async def test_a_killed_eval_finishes_without_running_a_finished_task_again(
     assert progress is not None and progress.done >= 1, (
         f"no task of the suite finished in time (eval exit code {first.poll()}): " + "".join(printed)[-3000:]
     )
+    status = [sys.executable, "-m", "client.cli", "status", suite_id]
+    shown = await asyncio.to_thread(subprocess.run, status, env=eval_env, cwd=ROOT, capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == [
+        f"evaluation suite {suite_id}: 1 of 3 task run(s) finished",
+        f"running: {suite_id}-kestrel-r1",  # held at its report by the gate
+    ]
     first.send_signal(signal.SIGKILL)
     first.wait(10)
     gate.release()
-    status = [sys.executable, "-m", "client.cli", "status", suite_id]  # its worker was in the killed eval
+    # Its worker was in the killed eval.
     shown = await asyncio.to_thread(subprocess.run, status, env=eval_env, cwd=ROOT, capture_output=True, text=True)
     assert shown.returncode == 1 and shown.stderr.strip().splitlines() == [
         f"error: evaluation suite {suite_id} waits: no `eval` serves it now; run the same `eval` command again to go on"
