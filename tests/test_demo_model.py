@@ -103,6 +103,24 @@ async def test_researcher_searches_then_crawls(model):
     assert "designer" in json.loads(call.function.arguments)["query"].lower()
 
 
+def test_findings_leave_out_the_reading_tools_own_notes():
+    """A long page comes with the reading tool's notes; they are no sentence
+    of the page (the demo's report once quoted one as a key point)."""
+    from activities.reading import view
+    from client.demo.text import findings
+
+    page = "# Greyhorn Light\n\n" + "\n\n".join(
+        f"Paragraph {n} tells of the harbour walls and the weather." for n in range(400)
+    )
+    page += "\n\nThe Greyhorn Light was designed by the engineer Mara Quell in 1871.\n"
+    url = "http://127.0.0.1:1/greyhorn.md"
+    shown = view(page, 600, source=url, query="Greyhorn Light designed")
+    assert shown.startswith("[Passages of ")
+    found = findings("Who designed the Greyhorn Light?", [("find_in_page", {"url": url}, shown)])
+    assert "Mara Quell" in found
+    assert "read_page" not in found and "[Passages" not in found
+
+
 async def test_coder_computes_growth_from_a_table(model):
     from client.demo.text import program_for
 

@@ -143,11 +143,13 @@ def _documents(made: list[tuple[str, dict, str]]) -> list[tuple[str, str, str]]:
 
 def _units(text: str) -> list[str]:
     """Sentences of prose (lines of a paragraph joined first: a PDF breaks
-    lines mid-sentence); table rows and headings stay out (tables go whole)."""
+    lines mid-sentence); table rows, headings and the reading tool's own
+    notes ("[Passages of … read with read_page(…)]") stay out."""
     out, paragraph = [], []
     for line in text.splitlines() + [""]:
         line = line.strip()
-        if line and not line.startswith(("|", "#", "URL:")) and len(line) <= 5000:
+        note = line.startswith("[") and line.endswith("]")
+        if line and not note and not line.startswith(("|", "#", "URL:")) and len(line) <= 5000:
             starts_item = bool(re.match(r"[-*+]\s|\d+\.\s", line))
             if starts_item and paragraph:
                 out += _sentences(" ".join(paragraph))
