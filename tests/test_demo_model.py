@@ -121,6 +121,21 @@ def test_findings_leave_out_the_reading_tools_own_notes():
     assert "read_page" not in found and "[Passages" not in found
 
 
+def test_a_name_in_the_question_counts_only_whole():
+    """The demo once answered a question on the Kessel Point plant with
+    ferry sailings to Hallow Point ("point", "run"): a name matches whole."""
+    from client.demo.text import findings
+
+    question = "How many turbines does the Kessel Point plant run?"
+    ferries = "# Ferries\n\nHarrowgate Ferries will run eight sailings a day to Hallow Point from June.\n"
+    made = [("crawl", {"url": "http://127.0.0.1:1/ferries.md"}, ferries)]
+    assert "Nothing I read answers this step" in findings(question, made)
+    plant = "# Kessel Point\n\nThe Kessel Point plant runs 16 turbines in the sound.\n"
+    made.append(("crawl", {"url": "http://127.0.0.1:1/kessel.md"}, plant))
+    found = findings(question, made)
+    assert "16 turbines" in found and "Hallow Point" not in found
+
+
 async def test_coder_computes_growth_from_a_table(model):
     from client.demo.text import program_for
 

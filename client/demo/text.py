@@ -186,19 +186,36 @@ def _score(wanted: set[str], text: str) -> float:
     return len(wanted & have) + (0.5 if _NUMBER.search(text) else 0.0)
 
 
+class Wanted:
+    """What a step asks for: its words, and the names it gives (two or more
+    capitalised words), which count only whole: "Kessel Point" is not
+    matched by a sentence about Hallow Point."""
+
+    def __init__(self, query: str) -> None:
+        self.names = [" ".join(name.lower().split()) for name in _PROPER.findall(query[:2000])]
+        in_names = {t for name in self.names for t in terms(name)}
+        self.words = set(terms(query)) - in_names
+        self.size = len(set(terms(query)))
+
+    def score(self, text: str) -> float:
+        flat = " ".join(text.lower().split())
+        named = sum(len(set(terms(name))) for name in self.names if name in flat)
+        return named + _score(self.words, text)
+
+
 def findings(query: str, made: list[tuple[str, dict, str]]) -> str:
     """Extractive findings: the sentences and tables of what was read that share
     most words with the step, each with its source."""
-    wanted = set(terms(query))
-    least = 2 if len(wanted) >= 4 else 1
+    wanted = Wanted(query)
+    least = 2 if wanted.size >= 4 else 1
     units, tables, seen = [], [], set()
     for order, (url, title, text) in enumerate(_documents(made)):
         for n, unit in enumerate(_units(text)):
             if unit not in seen:
                 seen.add(unit)
-                units.append((_score(wanted, unit), -order, -n, unit, url, title))
+                units.append((wanted.score(unit), -order, -n, unit, url, title))
         for before, rows in _tables(text):
-            tables.append((_score(wanted, before + " " + " ".join(rows)), -order, rows, url, title))
+            tables.append((wanted.score(before + " " + " ".join(rows)), -order, rows, url, title))
     chosen = sorted((u for u in units if u[0] >= least), reverse=True)[:MAX_UNITS]
     picked_tables = sorted((t for t in tables if t[0] >= least + 1), key=lambda t: (-t[0], -t[1]))[:MAX_TABLES]
     if not chosen and not picked_tables:
@@ -285,24 +302,25 @@ def report(users: list[str]) -> str:
     text = "\n\n".join(users)
     parts = sections(text)
     question = question_of(users)
-    wanted = set(terms(question))
+    wanted = Wanted(question)
     found = parts.get("Findings", "")
     bullets = list(dict.fromkeys(re.findall(r"^- (.+\[[^\]\n]*\]\([^)\s]+\))\s*$", found, re.M)))
     computed = [line.strip() for line in re.findall(r"^(?:Growth|Average|Total)[^\n]{0,300}$", found, re.M)]
-    ranked = sorted(bullets, key=lambda b: (-_score(wanted, b), bullets.index(b)))
+    ranked = sorted(bullets, key=lambda b: (-wanted.score(b), bullets.index(b)))
     key = computed + ranked[:4]
     lines = [f"# {clip(question, 150)}", "", "## Key Points", ""]
     lines += [f"- {point}" for point in key] or ["- Nothing found answers the question."]
     if not computed and not answered(question, bullets, found):
         lines += ["", NOT_FOUND_ZH if is_cjk(question) else NOT_FOUND]
-    lines += ["", "## Analysis", ""]
+    analysis = []
     for title, body in _steps(found):
         kept = [
             ln for ln in body.splitlines() if ln.startswith(("- ", "|", "Table from", "Growth", "Average", "Total"))
         ]
         kept = [ln for ln in kept if not re.fullmatch(r"- \[[^\]]*\]\([^)]*\)", ln)]  # reference lists go below
         if kept:
-            lines += [f"### {title}", "", *kept, ""]
+            analysis += [f"### {title}", "", *kept, ""]
+    lines += ["", "## Analysis", "", *analysis] if analysis else [""]
     urls = list(dict.fromkeys(u for _, u in _LINK.findall(found)))
     titles = {u: t for t, u in _LINK.findall(found + "\n" + parts.get("Sources you may cite", ""))}
     if not urls:
