@@ -234,7 +234,8 @@ async def test_slides_made_on_the_page_appear_when_done_without_a_reload(page, d
     assert FACT in text
 
 
-async def test_bad_input_gets_one_clear_message(page, desk, worker, script):
+async def test_bad_input_gets_one_clear_message(page, desk, worker, script, llm):
+    gate = llm.handler = Gate(script, "researcher")  # the run stays in `researching` until released
     await page.goto(desk)
     await page.get_by_test_id("start-button").click()
     await playwright_api.expect(page.locator("#notice")).to_have_text(
@@ -258,6 +259,7 @@ async def test_bad_input_gets_one_clear_message(page, desk, worker, script):
         run_id,
     )
     assert answer[0] == 409 and answer[1].startswith("no plan is waiting for review")
+    gate.release()
 
 
 async def test_no_run_input_can_inject_script(page, desk, worker, script):
