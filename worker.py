@@ -60,16 +60,12 @@ def shared_indexes(env: Mapping[str, str] | None = None) -> SharedIndexes | None
 
 class Held:
     """What a built worker holds open besides its Temporal client: the code
-    sandbox (its attributes are this object's) and the HTTP clients of the
-    model and speech endpoints. ``close_all`` closes them all, so a worker
-    that stops leaves no client for the garbage collector to close on some
-    other event loop."""
+    sandbox and the HTTP clients of the model and speech endpoints.
+    ``close_all`` closes them all, so a worker that stops leaves no client
+    for the garbage collector to close on some other event loop."""
 
     def __init__(self, sandbox: Sandbox, *clients: Any) -> None:
         self.sandbox, self.clients = sandbox, clients
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.sandbox, name)
 
     async def close_all(self) -> None:
         try:
@@ -181,8 +177,8 @@ async def run_worker(conn: Connection, settings: Settings, *, stop: asyncio.Even
     client = await connect(conn)
     worker, held = build_worker(client, settings, conn.task_queue, **options)
     try:
-        if hasattr(held, "isolation"):  # the local sandbox: say now if it will not run code
-            await held.isolation()
+        if hasattr(held.sandbox, "isolation"):  # the local sandbox: say now if it will not run code
+            await held.sandbox.isolation()
         async with worker:
             await (stop.wait() if stop else asyncio.Future())
     finally:

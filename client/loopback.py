@@ -23,6 +23,7 @@ class LoopbackServer:
     bound the server takes any free port (see ``port`` for the one it got)."""
 
     name = "loopback server"
+    poll_seconds = 0.5  # how often the serving thread looks for a stop
 
     def __init__(self, port: int = 0, any_port_if_taken: bool = False) -> None:
         self._port = port
@@ -48,7 +49,8 @@ class LoopbackServer:
                 if not (self._port and self._any_port_if_taken):
                     raise
                 self._httpd = _Server(("127.0.0.1", 0), self.handler_class())
-            threading.Thread(target=self._httpd.serve_forever, name=self.name, daemon=True).start()
+            serve = self._httpd.serve_forever
+            threading.Thread(target=serve, args=(self.poll_seconds,), name=self.name, daemon=True).start()
         return self
 
     def stop(self) -> None:

@@ -10,10 +10,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from infra.log_lines import OneLine
+from infra.log_lines import FORMAT, OneLine
 from infra.settings import private_dir
-
-__all__ = ["OneLine", "setup"]
 
 
 def setup(data_dir: Path) -> Path:
@@ -26,7 +24,7 @@ def setup(data_dir: Path) -> Path:
     root = logging.getLogger()
     root.setLevel(logging.INFO)
     to_file = logging.FileHandler(path, encoding="utf-8")
-    to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    to_file.setFormatter(logging.Formatter(FORMAT))
     to_screen = logging.StreamHandler()
     to_screen.setLevel(logging.WARNING)
     to_screen.setFormatter(OneLine())

@@ -15,34 +15,45 @@ _OPTIONS = {**TOOL_CALL, "chat": MODEL_CALL, "speak": SPEECH_CALL, "join_audio":
 ATTEMPTS = {name: options["retry_policy"].maximum_attempts for name, options in _OPTIONS.items()}
 
 
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"  # a log file's lines
+
+
+def failed_activity(record: logging.LogRecord) -> str | None:
+    """The one line for a record of a failed activity attempt; None for any other record."""
+    info = getattr(record, "temporal_activity", None)
+    if not (isinstance(info, dict) and record.exc_info and record.exc_info[1] is not None):
+        return None
+    err = record.exc_info[1]
+    name, attempt = info.get("activity_type", "activity"), info.get("attempt", 1)
+    message = " ".join(str(getattr(err, "message", None) or err).split())[:300]
+    limit = ATTEMPTS.get(name)
+    if getattr(err, "non_retryable", False):
+        return f"{name} failed: {message}"
+    if limit and attempt >= limit:
+        return f"{name} failed (attempt {attempt} of {limit}, the last): {message}"
+    shown = f"{attempt} of {limit}" if limit else str(attempt)
+    return f"{name} failed (attempt {shown}): {message}; Temporal retries it"
+
+
 class OneLine(logging.Formatter):
     """A failed activity as one line; anything else as its message."""
 
     def format(self, record: logging.LogRecord) -> str:
-        info = getattr(record, "temporal_activity", None)
-        if isinstance(info, dict) and record.exc_info and record.exc_info[1] is not None:
-            err = record.exc_info[1]
-            name, attempt = info.get("activity_type", "activity"), info.get("attempt", 1)
-            message = " ".join(str(getattr(err, "message", None) or err).split())[:300]
-            limit = ATTEMPTS.get(name)
-            if getattr(err, "non_retryable", False):
-                return f"{name} failed: {message}"
-            if limit and attempt >= limit:
-                return f"{name} failed (attempt {attempt} of {limit}, the last): {message}"
-            shown = f"{attempt} of {limit}" if limit else str(attempt)
-            return f"{name} failed (attempt {shown}): {message}; Temporal retries it"
-        return record.getMessage().splitlines()[0][:300]
+        return failed_activity(record) or record.getMessage().splitlines()[0][:300]
 
 
-class WorkerLines(OneLine):
+class WorkerLines(logging.Formatter):
     """A worker's log: time, level and logger as usual; a failed activity as
     its one line instead of the message and a traceback."""
 
+    def __init__(self) -> None:
+        super().__init__(FORMAT)
+
     def format(self, record: logging.LogRecord) -> str:
-        info = getattr(record, "temporal_activity", None)
-        if isinstance(info, dict) and record.exc_info and record.exc_info[1] is not None:
-            return f"{self.formatTime(record)} {record.levelname} {record.name}: {super().format(record)}"
-        return logging.Formatter.format(self, record)
+        line = failed_activity(record)
+        if line is None:
+            return super().format(record)
+        return f"{self.formatTime(record)} {record.levelname} {record.name}: {line}"
 
 
 def worker_logging(env: dict | None = None) -> None:
@@ -53,7 +64,7 @@ def worker_logging(env: dict | None = None) -> None:
     env = os.environ if env is None else env
     handler = logging.StreamHandler()
     if env.get("DEEPRESEARCH_LOG_TRACEBACKS") == "1":
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(logging.Formatter(FORMAT))
     else:
         handler.setFormatter(WorkerLines())
     root = logging.getLogger()

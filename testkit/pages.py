@@ -7,8 +7,10 @@ import html
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import urlsplit
+
+from client.loopback import LoopbackServer
 
 
 @dataclass
@@ -20,7 +22,7 @@ class _Route:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    pages: PageServer  # set on the class PageServer.handler_class makes
 
     def do_GET(self) -> None:
         self._respond(send_body=True)
@@ -29,7 +31,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._respond(send_body=False)
 
     def _respond(self, send_body: bool) -> None:
-        pages = self.server.pages
+        pages = self.pages
         with pages._lock:
             pages.hits.append(self.path)
             route = pages._routes.get(self.path) or pages._routes.get(urlsplit(self.path).path)
@@ -53,24 +55,24 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    pages: PageServer
-
-
-class PageServer:
+class PageServer(LoopbackServer):
     """HTTP server on 127.0.0.1 (random port) in a daemon thread.
 
     ``add`` and ``redirect`` define routes (matched on the full request path,
     then on the path without query); ``hits`` lists requested paths in order.
     """
 
+    name = "PageServer"
+    poll_seconds = 0.05  # tests start and stop many: stop at once
+
     def __init__(self) -> None:
+        super().__init__()
         self.hits: list[str] = []
         self._routes: dict[str, _Route] = {}
         self._lock = threading.Lock()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
+
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return type("PageHandler", (_Handler,), {"pages": self})
 
     def add(
         self,
@@ -92,35 +94,8 @@ class PageServer:
         with self._lock:
             self._routes[path] = _Route(b"", status, {"Location": location})
 
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("PageServer is not started")
-        return self._server.server_address[1]
-
     def url(self, path: str) -> str:
-        if self._server is None:
-            raise RuntimeError("PageServer is not started")
-        return f"http://127.0.0.1:{self._server.server_address[1]}{path}"
-
-    def start(self) -> PageServer:
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.pages = self
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="PageServer", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> PageServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return f"http://127.0.0.1:{self.port}{path}"
 
 
 def article(title: str, paragraphs: list[str]) -> str:

@@ -24,7 +24,7 @@ import pytest
 
 from client.cli import build_parser
 from client.display import render_plan, render_status
-from client.terminal_log import OneLine
+from infra.log_lines import OneLine
 from testkit.runs import start, wait_for_phase
 from testkit.worker_process import WorkerProcess
 from workflows.models import Plan, RunStatus, Step, Usage

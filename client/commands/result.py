@@ -82,17 +82,18 @@ async def thread_result(client, args: argparse.Namespace) -> int:
 
     from workflows.follow_up_models import ThreadStatus
 
+    fmt = output_format(args)
+    if fmt not in ("md", "json"):
+        raise CliError(f"{args.workflow_id} is a follow-up thread: --format md or json (ask the run itself for {fmt})")
     handle = client.get_workflow_handle(args.workflow_id)
     status = await handle.query("status", result_type=ThreadStatus, rpc_timeout=QUERY_TIMEOUT)
-    if output_format(args) == "json":
+    if fmt == "json":
         text = json.dumps({"workflow_id": handle.id} | status.model_dump(mode="json"), ensure_ascii=False, indent=2)
-    elif output_format(args) == "md":
-        text = thread_markdown(status)
     else:
-        raise CliError(f"{handle.id} is a follow-up thread: --format md or json (ask the run itself for {args.format})")
+        text = thread_markdown(status)
     if args.output:
         print(f"saved to {write_file(args.output, text)}")
-    elif output_format(args) == "md":
+    elif fmt == "md":
         print_report(make_console(), text)
     else:
         print(text)
