@@ -19,6 +19,8 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 # A number as reports write it: 4417, 4,417, 4 417 (thin spaces), -3.5, 12.5 (%).
 _NUMBER = re.compile(r"(?<![\w.,])([-\u2212]?)(\d{1,3}(?:[,\u2009\u202f]\d{3})+|\d+)(\.\d+)?(?!\d)")
 _URL = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
+# Any link (web or local file): the numbers in it (host, port, a year in a path) are not stated.
+_LINK = re.compile(r"(?:https?|file|ftp)://[^\s<>()\[\]\"'`]+")
 _SPACE = re.compile(r"\s+")
 # Statements that the sources hold no answer (checked on the normalized report).
 NOT_FOUND_PHRASES = (
@@ -75,9 +77,9 @@ def normalize(text: str) -> str:
 
 def numbers_in(text: str) -> list[float]:
     """The numbers written in ``text`` (thousands separators, decimals, a sign;
-    a percent sign is simply the number)."""
+    a percent sign is simply the number), not those inside a link."""
     found = []
-    for match in _NUMBER.finditer(text[:MAX_TEXT]):
+    for match in _NUMBER.finditer(_LINK.sub(" ", text[:MAX_TEXT])):
         sign, whole, decimals = match.groups()
         value = float(re.sub(r"[,\u2009\u202f]", "", whole) + (decimals or ""))
         found.append(-value if sign else value)

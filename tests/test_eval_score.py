@@ -158,3 +158,29 @@ def test_a_citation_of_the_tasks_own_local_document_is_valid():
     ]
     scores = score(task, CORPUS, result("Ada Halvorsen.", urls))
     assert scores.citation_validity == 0.5
+
+
+def test_a_number_only_in_a_link_is_not_stated():
+    """The offline web's host (127.0.0.1), its port and the years in corpus
+    paths are in every report that cites a page: no number fact is found there."""
+    task = EvalTask.model_validate(
+        {
+            "id": "furnaces",
+            "question": "How many furnaces were there in 1890?",
+            "facts": [
+                {"id": "host", "number": 127},
+                {"id": "port", "number": 5555},
+                {"id": "year", "number": 2023, "tolerance": 0},
+                {"id": "local", "number": 77},
+                {"id": "stated", "number": 4417},
+            ],
+        }
+    )
+    report = (
+        "The keeper logged 4,417 ships.\n\n## Key Citations\n"
+        f"- [Census]({WEB}/surveys/census-2023.md)\n\n- <{WEB}/towns/lantern%20rock.md>\n\n"
+        "- [Memo](file:///data/run-77/memo.md)\n"
+    )
+    scores = score(task, CORPUS, result(report))
+    assert scores.facts == {"host": False, "port": False, "year": False, "local": False, "stated": True}
+    assert scores.fact_recall == 0.2
