@@ -87,3 +87,24 @@ def test_compare_refuses_a_file_that_is_not_a_result(tmp_path: Path):
     (tmp_path / "x.json").write_text('{"hello": 1}')
     with pytest.raises(CliError, match="not an eval result"):
         results.compare(Console(), tmp_path / "x.json", tmp_path / "x.json")
+
+
+@pytest.mark.parametrize(
+    "tasks, problem",
+    [
+        ([1], "task 1 is not an object"),
+        ([{"x": 2}], "task 1 has no id"),
+        ([{"id": "a", "fact_recall": "high"}], "task 1 (a): fact_recall is not a number"),
+        ([{"id": "a", "tokens": [1]}], "task 1 (a): tokens is not a number"),
+        ([{"id": "a", "run": "one"}], "task 1 (a): run is not a number"),
+        ([{"id": "a", "judge": "great"}], "task 1 (a): judge is not an object"),
+    ],
+)
+def test_compare_names_a_broken_task_record_in_one_line(tmp_path: Path, tasks: list, problem: str):
+    """A hand-edited or foreign result file: one line naming the record, not a traceback."""
+    (tmp_path / "x.json").write_text(json.dumps({"tasks": tasks}))
+    good = results.suite_json("s", {}, [record("a", 1, 1.0, 1.0, 10)])
+    (tmp_path / "good.json").write_text(json.dumps(good))
+    with pytest.raises(CliError) as raised:
+        results.compare(Console(file=open("/dev/null", "w")), tmp_path / "x.json", tmp_path / "good.json")
+    assert str(raised.value) == f"{tmp_path / 'x.json'} is not an eval result (--json output): {problem}"

@@ -205,7 +205,31 @@ def load_result(path: Path) -> dict[str, Any]:
         raise CliError(f"{path} is not an eval result (--json output): {err}") from None
     if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
         raise CliError(f"{path} is not an eval result (--json output): no task list")
+    for number, record in enumerate(data["tasks"], 1):
+        if (problem := _record_problem(record)) is not None:
+            raise CliError(f"{path} is not an eval result (--json output): task {number}{problem}")
     return data
+
+
+NUMBERS = ("run", *RATES, "distractors_used", *COSTS)
+
+
+def _record_problem(record: Any) -> str | None:
+    """What makes one task record of a result file unusable (said after "task N"), if anything."""
+    if not isinstance(record, dict):
+        return " is not an object"
+    if not isinstance(record.get("id"), str):
+        return " has no id"
+    named = f" ({record['id']}): "
+    for name in NUMBERS:
+        if record.get(name) is not None and not isinstance(record[name], int | float):
+            return f"{named}{name} is not a number"
+    judge = record.get("judge")
+    if judge is not None and not isinstance(judge, dict):
+        return f"{named}judge is not an object"
+    if judge and judge.get("overall") is not None and not isinstance(judge["overall"], int | float):
+        return f"{named}judge.overall is not a number"
+    return None
 
 
 def _per_task(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
