@@ -139,3 +139,10 @@ def test_the_eval_worker_keeps_the_users_models_and_searches_the_offline_web(mon
     settings.check()  # no SEARXNG_URL needed
     monkeypatch.setenv("DEEPRESEARCH_CONTEXT_WINDOW_JUDGE", "8192")
     assert eval_settings(base, "http://x", "gpt-4o").context_window_for("judge") == 8192
+
+
+def test_a_task_file_saved_with_a_byte_order_mark_loads(tmp_path: Path):
+    """Windows editors save UTF-8 with a BOM: it was refused as "not JSON" on line 1."""
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n", encoding="utf-8-sig")
+    assert [t.id for t in load_tasks(path)] == ["t1"]

@@ -65,6 +65,14 @@ def test_load_corpus_titles_and_text(corpus):
     assert documents["zh/qiaocun.md"].title == "桥村简介"
 
 
+def test_a_document_saved_with_a_byte_order_mark_keeps_its_title(tmp_path):
+    (tmp_path / "bom.md").write_text("# Harbour notes\n\nThe tide.\n", encoding="utf-8-sig")
+    (tmp_path / "bom.html").write_text("<html><title>Ferry page</title><p>A ferry.</p></html>", encoding="utf-8-sig")
+    documents = {d.path: d for d in load_corpus(tmp_path)}
+    assert documents["bom.md"].title == "Harbour notes" and documents["bom.md"].text.startswith("# Harbour")
+    assert documents["bom.html"].title == "Ferry page" and "\ufeff" not in documents["bom.html"].text
+
+
 def test_bad_corpus_folder_is_one_clear_error(tmp_path):
     with pytest.raises(ValueError, match="corpus folder not found"):
         load_corpus(tmp_path / "missing")

@@ -80,7 +80,7 @@ def load_document(folder: Path, file: Path) -> Document:
         if suffix == ".pdf":
             title, text = _pdf(data)
         else:
-            raw = data.decode("utf-8")
+            raw = data.decode("utf-8-sig")  # without a byte order mark
             title, text = _html(raw) if suffix in (".html", ".htm") else (_first_heading(raw), raw)
     except (OSError, UnicodeDecodeError, ValueError) as err:
         reason = " ".join(str(err).split()) or type(err).__name__

@@ -62,7 +62,7 @@ def load_tasks(path: Path, only: list[str] | None = None) -> list[EvalTask]:
     try:
         if path.stat().st_size > MAX_TASK_FILE:
             raise CliError(f"{path}: larger than {MAX_TASK_FILE // 1_000_000} MB; is it a task file?")
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte order mark (Windows editors) is not part of line 1
     except FileNotFoundError:
         raise CliError(f"no such task file: {path}") from None
     except (OSError, UnicodeDecodeError) as err:
