@@ -19,8 +19,11 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 # A number as reports write it: 4417, 4,417, 4 417 (thin spaces), -3.5, 12.5 (%).
 _NUMBER = re.compile(r"(?<![\w.,])([-\u2212]?)(\d{1,3}(?:[,\u2009\u202f]\d{3})+|\d+)(\.\d+)?(?!\d)")
 _URL = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
-# Any link (web or local file): the numbers in it (host, port, a year in a path) are not stated.
-_LINK = re.compile(r"(?:https?|file|ftp)://[^\s<>()\[\]\"'`]+")
+# Numbers that are not stated: any link's (host, port, a year in a path), a list item's
+# number at the start of a line ("1.", "2)"), a citation marker ("[3]", "[^4]").
+_NOT_STATED = re.compile(
+    r"(?:https?|file|ftp)://[^\s<>()\[\]\"'`]+|^[ \t]*\d{1,3}[.)][ \t]|\[\^?\d{1,3}\]", re.MULTILINE
+)
 _SPACE = re.compile(r"\s+")
 # Statements that the sources hold no answer (checked on the normalized report).
 NOT_FOUND_PHRASES = (
@@ -77,9 +80,10 @@ def normalize(text: str) -> str:
 
 def numbers_in(text: str) -> list[float]:
     """The numbers written in ``text`` (thousands separators, decimals, a sign;
-    a percent sign is simply the number), not those inside a link."""
+    a percent sign is simply the number); not a link's, a list item's number
+    or a citation marker (``_NOT_STATED``)."""
     found = []
-    for match in _NUMBER.finditer(_LINK.sub(" ", text[:MAX_TEXT])):
+    for match in _NUMBER.finditer(_NOT_STATED.sub(" ", text[:MAX_TEXT])):
         sign, whole, decimals = match.groups()
         value = float(re.sub(r"[,\u2009\u202f]", "", whole) + (decimals or ""))
         found.append(-value if sign else value)

@@ -184,3 +184,13 @@ def test_a_number_only_in_a_link_is_not_stated():
     scores = score(task, CORPUS, result(report))
     assert scores.facts == {"host": False, "port": False, "year": False, "local": False, "stated": True}
     assert scores.fact_recall == 0.2
+
+
+def test_a_list_number_or_citation_marker_is_not_stated():
+    """ "1.", "2)" before list items and "[3]", "[^4]" citation markers count nothing;
+    the numbers in the items do."""
+    facts = [{"id": f"n{n}", "number": n} for n in (1, 2, 3, 4, 17, 12)]
+    task = EvalTask.model_validate({"id": "kilns", "question": "How many kilns?", "facts": facts})
+    report = "Key points:\n\n1. The works runs 17 kilns [3].\n  2) It opened in 1903[^4].\n10. Twelve: 12.\n"
+    scores = score(task, CORPUS, result(report))
+    assert scores.facts == {"n1": False, "n2": False, "n3": False, "n4": False, "n17": True, "n12": True}
