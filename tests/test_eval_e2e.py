@@ -132,6 +132,14 @@ async def test_eval_scores_each_run_by_its_own_report(eval_env, temporal_client,
     assert {r["id"]: r["facts"] for r in data["tasks"]}["harbour"] == {"name": True, "deputy": False}
     assert all(r["citation_validity"] == 1.0 for r in data["tasks"])
     assert data["totals"]["tasks"] == 3 and data["totals"]["failed"] == 0
+    # What the user sees: the progress bar's last state, a row per task, the totals.
+    assert re.search(r"^tasks done .* 3/3 ", done.stdout, re.MULTILINE), done.stdout[-3000:]
+    for record in data["tasks"]:
+        row = next(line for line in done.stdout.splitlines() if f"│ {record['id']} " in line)
+        cells = [cell.strip() for cell in row.split("│")[1:-1]]
+        assert cells[:5] == [record["id"], "1", "completed", f"{record['fact_recall']:.2f}", _found(record["facts"])]
+    recall = data["totals"]["fact_recall"]
+    assert re.search(rf"│ fact_recall +│ +{recall:.2f} │", done.stdout), done.stdout[-3000:]
     # The judge's rubric, beside the scores, from the judge's model (its own reading of each report).
     assert data["models"]["judge"] == "judge-model"
     assert {r["model"] for r in model.requests if r["_role"] == "judge"} == {"judge-model"}
@@ -238,6 +246,10 @@ async def test_a_killed_eval_finishes_without_running_a_finished_task_again(
     assert f"evaluation suite {suite_id} has ended (completed)" in shown.stderr
     assert json.loads(out.read_text())["tasks"] == data["tasks"]
     assert len(model.requests) == requests
+
+
+def _found(verdicts: dict[str, bool]) -> str:
+    return f"{sum(verdicts.values())}/{len(verdicts)}"
 
 
 def _calls(model: RecordingLLM, workflow_id: str) -> list[str]:
