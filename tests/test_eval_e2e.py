@@ -21,6 +21,7 @@ from temporalio.client import Client
 
 from testkit.crash import Gate, RecordingLLM
 from testkit.eval_script import EvalScript
+from testkit.llm_server import Reply, role_of
 from testkit.runs import keep_history
 from workflows.eval_models import EvalProgress
 from workflows.models import ResearchResult
@@ -306,3 +307,25 @@ async def test_eval_without_a_key_uses_a_local_model_server_as_run_does(eval_env
     assert data["models"]["reporter"] == "local-small"
     (record,) = data["tasks"]
     assert record["facts"]["name"] is True and record["model_calls"] > 0
+
+
+async def test_a_judge_that_fails_leaves_the_task_unjudged_not_failed(eval_env, model: RecordingLLM, tmp_path: Path):
+    """docs/eval.md: the judge's failure is the judge's `problem`; the run and its scores stand."""
+    script = EvalScript()
+    model.handler = lambda request: (
+        Reply(status=400, content="no such judge model") if role_of(request) == "judge" else script(request)
+    )
+    tasks, corpus = write_suite(tmp_path)
+    out = tmp_path / "result.json"
+    command = eval_command(tasks, corpus, out, "--only", "harbour", "--judge-model", "judge-model")
+    done = await asyncio.to_thread(subprocess.run, command, env=eval_env, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (record,) = json.loads(out.read_text())["tasks"]
+    assert record["status"] == "completed" and record["error"] is None
+    assert record["facts"] == {"name": True, "deputy": False} and record["fact_recall"] == 0.5
+    judge = record["judge"]
+    assert (
+        judge["overall"] is None
+        and "the judge failed" in judge["problem"]
+        and "no such judge model" in judge["problem"]
+    )
