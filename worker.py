@@ -99,7 +99,7 @@ def build_worker(
     sandbox = make_sandbox(settings)
     model = ModelActivities(settings, blobs)
     search = SearchActivities(settings)
-    crawl = CrawlActivities(blobs, allow_private=settings.allow_private_urls)
+    crawl = CrawlActivities(blobs, allow_private=settings.allow_private_urls, only=settings.crawl_only)
     code = SandboxActivities(sandbox, blobs)
     docs = LocalDocsActivities(settings.data_dir, shared_indexes())
     mcp = McpActivities(load_mcp_config(data_dir=settings.data_dir), blobs)  # ConfigError: one line, at worker start

@@ -37,6 +37,16 @@ def _transient(message: str, retry_after: str | None = None) -> ApplicationError
     return ApplicationError(message, type=TRANSIENT, next_retry_delay=retry_delay(retry_after, MAX_RETRY_AFTER))
 
 
+def _origin(url: str) -> str:
+    """``scheme://host:port`` of a URL (the default port written out)."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return ""
+    port = parsed.port or {"http": 80, "https": 443}.get(parsed.scheme, 0)
+    return f"{parsed.scheme}://{parsed.host}:{port}"
+
+
 class CrawlActivities:
     """The ``crawl`` activity; one instance per worker."""
 
@@ -48,9 +58,11 @@ class CrawlActivities:
         max_bytes: int = 5_000_000,
         timeout: float = 20.0,
         max_redirects: int = 5,
+        only: tuple[str, ...] = (),
     ) -> None:
         self.blobs = blobs
         self.allow_private = allow_private
+        self.only = {_origin(url) for url in only}  # empty: any origin
         self.tls = httpx.create_ssl_context()  # built once: loading CA certificates costs ~35 ms
         self.max_bytes = max_bytes
         self.timeout = timeout
@@ -97,6 +109,8 @@ class CrawlActivities:
             transport=PinnedTransport(backend, self.tls),
         ) as client:
             for _ in range(self.max_redirects + 1):
+                if self.only and _origin(url) not in self.only:
+                    raise CrawlRefused(f"{url} is not on the web this worker may read ({', '.join(sorted(self.only))})")
                 addresses = await check_url(url, self.allow_private)
                 if addresses:
                     backend.pins[httpx.URL(url).host] = addresses

@@ -172,6 +172,8 @@ class Settings:
     e2b_api_key: str | None = None
     data_dir: Path = field(default_factory=default_data_dir)
     allow_private_urls: bool = False
+    # When set, the only web origins the crawl tool fetches (``deepresearch eval``: its offline web).
+    crawl_only: tuple[str, ...] = ()
     model_timeout: float = 300.0  # seconds for one model HTTP call
     tool_calling: str = "native"  # or "json": tools described in the prompt
     tts_model: str = DEFAULT_TTS_MODEL  # the podcast's speech model

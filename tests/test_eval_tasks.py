@@ -136,6 +136,7 @@ def test_the_eval_worker_keeps_the_users_models_and_searches_the_offline_web(mon
         "http://127.0.0.1:4321",
         True,
     )
+    assert settings.crawl_only == ("http://127.0.0.1:4321",)  # its runs read the offline web only
     settings.check()  # no SEARXNG_URL needed
     monkeypatch.setenv("DEEPRESEARCH_CONTEXT_WINDOW_JUDGE", "8192")
     assert eval_settings(base, "http://x", "gpt-4o").context_window_for("judge") == 8192

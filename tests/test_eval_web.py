@@ -154,3 +154,19 @@ async def test_crawl_activity_reads_a_page(web, tmp_path):
     assert "Greyhorn Light" in await blobs.get(result.blob)
     html = await crawler.crawl(CrawlRequest(url=web.url_for("firms/olvane.html")))
     assert not html.error and "Tern-4" in await blobs.get(html.blob)
+
+
+async def test_the_eval_crawls_its_offline_web_and_nothing_else(web, corpus, tmp_path):
+    """The eval lets the crawler reach loopback (its offline web is there) but
+    only the offline web's origin: not another loopback service, not the internet."""
+    blobs = FileBlobStore(tmp_path / "blobs")
+    crawler = CrawlActivities(blobs, allow_private=True, timeout=5.0, only=(web.base_url,))
+    assert not (await crawler.crawl(CrawlRequest(url=web.url_for("towns/brackwater.md")))).error
+    with CorpusWeb(corpus) as other:  # another service on loopback
+        refused = await crawler.crawl(CrawlRequest(url=other.url_for("towns/brackwater.md")))
+        assert refused.error and "is not on the web this worker may read" in refused.content
+        unlimited = CrawlActivities(blobs, allow_private=True)
+        assert not (await unlimited.crawl(CrawlRequest(url=other.url_for("towns/brackwater.md")))).error
+    for url in ("https://example.com/", f"https://127.0.0.1:{web.port}/towns/brackwater.md"):
+        refused = await crawler.crawl(CrawlRequest(url=url))
+        assert refused.error and "is not on the web this worker may read" in refused.content
