@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from testkit.llm_server import Reply
 from testkit.local_model_server import LocalModelServer
 
@@ -112,3 +114,35 @@ async def test_doctor_fails_when_the_named_temporal_server_is_down(worker_env):
     assert done.returncode == 1
     failed = next(line for line in done.stdout.splitlines() if line.startswith("FAIL"))
     assert "127.0.0.1:9" in failed and "TEMPORAL_ADDRESS" in failed
+
+
+@pytest.mark.parametrize(
+    ("engine", "variable"), [("tavily", "TAVILY_BASE_URL"), ("searxng", "SEARXNG_URL"), ("brave", "BRAVE_BASE_URL")]
+)
+async def test_doctor_names_a_search_engine_that_does_not_answer(worker_env, llm, engine, variable):
+    """A search engine that cannot be reached fails here, not at a run's first search."""
+    llm.handler = cooperative
+    dead = "http://127.0.0.1:9"
+    env = worker_env | {"DEEPRESEARCH_SEARCH_ENGINE": engine, "BRAVE_API_KEY": "brave-key", variable: dead}
+    done = await asyncio.to_thread(doctor, env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    (failed,) = [line for line in done.stdout.splitlines() if line.startswith("FAIL")]
+    assert "search engine" in failed and dead in failed and variable in failed
+    assert done.stdout.splitlines()[-1] == "1 needed check(s) failed: search engine"
+
+
+async def test_doctor_checks_the_search_engine_answers(worker_env, llm, tavily):
+    llm.handler = cooperative
+    done = await asyncio.to_thread(doctor, worker_env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    line = next(line for line in done.stdout.splitlines() if "search engine" in line)
+    assert line.startswith("ok") and f"{tavily.base_url} answers" in line
+
+
+def test_doctor_knows_each_search_engines_default_address():
+    from activities.search import base
+    from activities.search.tavily import TavilyEngine
+    from client.commands.doctor import SEARCH_DEFAULTS
+
+    assert SEARCH_DEFAULTS["brave"] == base.BRAVE_BASE_URL and SEARCH_DEFAULTS["arxiv"] == base.ARXIV_BASE_URL
+    assert str(TavilyEngine(api_key="k").http.base_url).rstrip("/") == SEARCH_DEFAULTS["tavily"]
