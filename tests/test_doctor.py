@@ -146,3 +146,19 @@ def test_doctor_knows_each_search_engines_default_address():
 
     assert SEARCH_DEFAULTS["brave"] == base.BRAVE_BASE_URL and SEARCH_DEFAULTS["arxiv"] == base.ARXIV_BASE_URL
     assert str(TavilyEngine(api_key="k").http.base_url).rstrip("/") == SEARCH_DEFAULTS["tavily"]
+
+
+async def test_doctor_on_a_local_server_it_found_says_so(worker_env):
+    with LocalModelServer("vllm", model="qwen2.5-1.5b", n_ctx=16384, handler=cooperative) as server:
+        env = {
+            k: v for k, v in worker_env.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DEEPRESEARCH_MODEL")
+        }
+        url = f"http://127.0.0.1:{server.port}"
+        env["DEEPRESEARCH_LOCAL_MODEL_URLS"] = url
+        done = await asyncio.to_thread(doctor, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"no OPENAI_API_KEY: using the vLLM server at {url}/v1")
+    endpoint = next(line for line in lines if "model endpoint" in line)
+    assert "a local server found without OPENAI_API_KEY" in endpoint and "OPENAI_BASE_URL" not in endpoint
+    assert "16,384 tokens, from the server (/v1/models max_model_len)" in done.stdout

@@ -52,7 +52,7 @@ async def main(args: argparse.Namespace) -> int:
     except ConfigError as err:
         problem = str(err)
     base = settings.openai_base_url or OPENAI
-    endpoint, listed = await endpoint_row(settings, base)
+    endpoint, listed = await endpoint_row(settings, base, found=bool(local_line))
     rows.append(endpoint)
     alive = endpoint.status == "ok"
     rows += model_rows(settings, listed, alive)
@@ -92,14 +92,16 @@ def _headers(settings: Settings) -> dict[str, str]:
     return {"Authorization": f"Bearer {settings.openai_api_key or 'not-needed'}"}
 
 
-async def endpoint_row(settings: Settings, base: str) -> tuple[Row, set[str] | None]:
-    """The endpoint's row, and the models it lists (None: it lists none)."""
+async def endpoint_row(settings: Settings, base: str, found: bool = False) -> tuple[Row, set[str] | None]:
+    """The endpoint's row, and the models it lists (None: it lists none).
+    ``found``: a local server found on a well-known port, not set by the user."""
     if not settings.openai_api_key and not settings.openai_base_url:
         probed = ", ".join(urlsplit(url).netloc for _, url in candidates(os.environ))
         detail = f"OPENAI_API_KEY is not set and no local model server answers ({probed}): "
         detail += "export your key, start a local server, or set OPENAI_BASE_URL (docs/local-models.md)"
         return Row("model endpoint", "FAIL", detail, needed=True), None
     where = f"{base} (OPENAI_BASE_URL)" if settings.openai_base_url else f"{base} (OpenAI)"
+    where = f"{base} (a local server found without OPENAI_API_KEY)" if found else where
     try:
         # Through the same proxies as the model client (httpx reads them from the environment).
         async with httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=3.0)) as client:
