@@ -32,6 +32,9 @@ QUEUE_READ_RATE = {
     "history.timerProcessorMaxPollRPS": 1000,  # timers, retries, timeouts
     "history.visibilityProcessorMaxPollRPS": 1000,  # search attributes for list
 }
+# Nothing leaves the machine: by default the server checks for new Temporal
+# releases at version-info.temporal.io (the UI's news fetch is off too).
+QUIET = {"frontend.enableServerVersionCheck": "false"}
 
 
 class DevServerError(CliError):
@@ -105,7 +108,7 @@ class DevServer:
             "--sqlite-pragma",
             "synchronous=normal",
         ]
-        for key, value in QUEUE_READ_RATE.items():
+        for key, value in (QUEUE_READ_RATE | QUIET).items():
             cmd += ["--dynamic-config-value", f"{key}={value}"]
         if self.ui_port:
             cmd += ["--ui-port", str(self.ui_port), "--ui-disable-news-fetch"]

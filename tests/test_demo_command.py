@@ -4,13 +4,16 @@ server. Keys and endpoints set in the environment are neither used nor called.""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from client.commands.demo import DEFAULT_QUESTION, replaced_environment
+from client.devserver import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,6 +60,46 @@ def test_demo_runs_with_no_key_and_calls_nothing_outside(dev_server, tmp_path, l
     assert llm.requests == [] and tavily.requests == []  # nothing went to the configured services
     reports = list((tmp_path / "data" / "reports").glob("*.md"))
     assert len(reports) == 1 and "Caspar Lund" in reports[0].read_text(encoding="utf-8")
+
+
+def peers(trace: str) -> list[str]:
+    """The addresses of every IPv4/IPv6 connect() in an ``strace -e trace=connect`` log."""
+    lines = [line for line in trace.splitlines() if "connect(" in line and "sa_family=AF_INET" in line]
+    return [m.group(1) for line in lines if (m := re.search(r'"([0-9A-Fa-f:.]+)"', line))]
+
+
+def loopback(address: str) -> bool:
+    ip = ipaddress.ip_address(address)
+    return ip.is_loopback or bool(getattr(ip, "ipv4_mapped", None) and ip.ipv4_mapped.is_loopback)
+
+
+def test_demo_on_its_embedded_server_connects_to_nothing_but_loopback(tmp_path):
+    """As a newcomer runs it: no Temporal server yet, so the demo starts the
+    embedded one; every connect() of the whole process tree (the CLI, its
+    worker, the dev server, the sandbox) goes to loopback. The dev server
+    once looked up version-info.temporal.io (Temporal's version check)."""
+    strace = shutil.which("strace")
+    assert strace, "this test needs strace (apt-get install strace; .ci/run installs it)"
+    server_port = free_port()
+    env = scrubbed_env(
+        tmp_path / "data", DEEPRESEARCH_DEV_SERVER_PORT=str(server_port), DEEPRESEARCH_DEV_UI_PORT=str(free_port())
+    )
+    trace = tmp_path / "connect.log"
+    question = "Where does the Carrick Bank Wind Farm's export cable come ashore?"
+    done = subprocess.run(
+        [strace, "-f", "-qq", "-e", "trace=connect", "-e", "signal=none", "-o", str(trace)]
+        + [sys.executable, "-m", "client.cli", "demo", "--auto-accept", question],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "started the embedded Temporal dev server" in done.stdout and "Saltcombe" in done.stdout
+    addresses = peers(trace.read_text())
+    assert "127.0.0.1" in addresses  # the trace saw the process tree's connections
+    assert [a for a in addresses if not loopback(a)] == []
 
 
 def test_demo_default_question_computes_with_the_coder(dev_server, tmp_path):

@@ -235,7 +235,7 @@ def test_dev_server_and_compose_server_read_task_queues_often():
     each step of a run (bench/README.md, benchmark 2); both servers raise it."""
     command = DevServer(db_file=ROOT / "unused.db").command()
     flags = [command[i + 1] for i, arg in enumerate(command) if arg == "--dynamic-config-value"]
-    assert flags == [f"{key}={value}" for key, value in QUEUE_READ_RATE.items()]
+    assert {f"{key}={value}" for key, value in QUEUE_READ_RATE.items()} <= set(flags)
     key = "history.transferProcessorMaxPollRPS"
     compose_config = yaml.safe_load((ROOT / "deploy" / "dynamicconfig" / "development-sql.yaml").read_text())
     assert compose_config[key][0]["value"] == QUEUE_READ_RATE[key] > 20

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from testkit.llm_server import Reply
 from testkit.local_model_server import LocalModelServer
 
@@ -112,3 +114,51 @@ async def test_doctor_fails_when_the_named_temporal_server_is_down(worker_env):
     assert done.returncode == 1
     failed = next(line for line in done.stdout.splitlines() if line.startswith("FAIL"))
     assert "127.0.0.1:9" in failed and "TEMPORAL_ADDRESS" in failed
+
+
+@pytest.mark.parametrize(
+    ("engine", "variable"), [("tavily", "TAVILY_BASE_URL"), ("searxng", "SEARXNG_URL"), ("brave", "BRAVE_BASE_URL")]
+)
+async def test_doctor_names_a_search_engine_that_does_not_answer(worker_env, llm, engine, variable):
+    """A search engine that cannot be reached fails here, not at a run's first search."""
+    llm.handler = cooperative
+    dead = "http://127.0.0.1:9"
+    env = worker_env | {"DEEPRESEARCH_SEARCH_ENGINE": engine, "BRAVE_API_KEY": "brave-key", variable: dead}
+    done = await asyncio.to_thread(doctor, env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    (failed,) = [line for line in done.stdout.splitlines() if line.startswith("FAIL")]
+    assert "search engine" in failed and dead in failed and variable in failed
+    assert done.stdout.splitlines()[-1] == "1 needed check(s) failed: search engine"
+
+
+async def test_doctor_checks_the_search_engine_answers(worker_env, llm, tavily):
+    llm.handler = cooperative
+    done = await asyncio.to_thread(doctor, worker_env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    line = next(line for line in done.stdout.splitlines() if "search engine" in line)
+    assert line.startswith("ok") and f"{tavily.base_url} answers" in line
+
+
+def test_doctor_knows_each_search_engines_default_address():
+    from activities.search import base
+    from activities.search.tavily import TavilyEngine
+    from client.commands.doctor import SEARCH_DEFAULTS
+
+    assert SEARCH_DEFAULTS["brave"] == base.BRAVE_BASE_URL and SEARCH_DEFAULTS["arxiv"] == base.ARXIV_BASE_URL
+    assert str(TavilyEngine(api_key="k").http.base_url).rstrip("/") == SEARCH_DEFAULTS["tavily"]
+
+
+async def test_doctor_on_a_local_server_it_found_says_so(worker_env):
+    with LocalModelServer("vllm", model="qwen2.5-1.5b", n_ctx=16384, handler=cooperative) as server:
+        env = {
+            k: v for k, v in worker_env.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DEEPRESEARCH_MODEL")
+        }
+        url = f"http://127.0.0.1:{server.port}"
+        env["DEEPRESEARCH_LOCAL_MODEL_URLS"] = url
+        done = await asyncio.to_thread(doctor, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"no OPENAI_API_KEY: using the vLLM server at {url}/v1")
+    endpoint = next(line for line in lines if "model endpoint" in line)
+    assert "a local server found without OPENAI_API_KEY" in endpoint and "OPENAI_BASE_URL" not in endpoint
+    assert "16,384 tokens, from the server (/v1/models max_model_len)" in done.stdout

@@ -105,6 +105,17 @@ def test_the_well_known_ports_are_probed_by_default():
     ]
 
 
+def test_a_server_on_a_well_known_port_is_named_by_it():
+    urls = "http://10.0.0.5:11434, http://gpu:8080/v1;http://[::1]:1234,http://127.0.0.1:8000,http://127.0.0.1:9999"
+    assert local_models.candidates({"DEEPRESEARCH_LOCAL_MODEL_URLS": urls}) == (
+        ("Ollama", "http://10.0.0.5:11434/v1"),
+        ("llama.cpp", "http://gpu:8080/v1"),
+        ("LM Studio", "http://[::1]:1234/v1"),
+        ("vLLM", "http://127.0.0.1:8000/v1"),
+        ("a local server", "http://127.0.0.1:9999/v1"),
+    )
+
+
 async def test_run_without_a_key_uses_the_local_server_and_says_which(worker_env, script):
     with LocalModelServer("llama.cpp", model="smollm2-135m", n_ctx=8192, handler=script) as server:
         url = f"http://127.0.0.1:{server.port}"

@@ -156,6 +156,23 @@ async def test_a_model_that_never_answers_fails_after_a_few_tries_saying_so(
     assert len(attempts_of_first(llm, "planner")) == 3
 
 
+async def test_a_slow_model_without_streaming_is_named_slow_not_unreachable(
+    temporal_client, task_queue, research_worker, llm, script
+):
+    # Streaming off: the client's own timeout fires (openai's APITimeoutError,
+    # a subclass of APIConnectionError), which once read "unreachable" and was
+    # retried up to 12 times.
+    llm.handler = always(llm.handler, "planner", lambda request, normal: paced(normal, delay=3))
+    async with research_worker(DEEPRESEARCH_MODEL_STREAM="off", DEEPRESEARCH_MODEL_TIMEOUT="1"):
+        handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
+        with pytest.raises(WorkflowFailureError) as failed:
+            async with asyncio.timeout(120):
+                await handle.result()
+    message = failed.value.cause.message
+    assert "did not answer in time" in message and "unreachable" not in message
+    assert len(attempts_of_first(llm, "planner")) == 3
+
+
 # --- replies that loop ------------------------------------------------------------------
 
 

@@ -52,7 +52,7 @@ async def main(args: argparse.Namespace) -> int:
     except ConfigError as err:
         problem = str(err)
     base = settings.openai_base_url or OPENAI
-    endpoint, listed = await endpoint_row(settings, base)
+    endpoint, listed = await endpoint_row(settings, base, found=bool(local_line))
     rows.append(endpoint)
     alive = endpoint.status == "ok"
     rows += model_rows(settings, listed, alive)
@@ -61,7 +61,7 @@ async def main(args: argparse.Namespace) -> int:
     window = settings.context_window_for("researcher")
     rows.append(Row("context window", "ok", f"{window:,} tokens, from {settings.context_window_source}"))
     rows.append(speech_row(settings))
-    rows.append(search_row(settings, problem))
+    rows.append(await search_row(settings, problem))
     rows.append(await sandbox_row(settings))
     for row in rows:
         print(row.line(), flush=True)
@@ -92,14 +92,16 @@ def _headers(settings: Settings) -> dict[str, str]:
     return {"Authorization": f"Bearer {settings.openai_api_key or 'not-needed'}"}
 
 
-async def endpoint_row(settings: Settings, base: str) -> tuple[Row, set[str] | None]:
-    """The endpoint's row, and the models it lists (None: it lists none)."""
+async def endpoint_row(settings: Settings, base: str, found: bool = False) -> tuple[Row, set[str] | None]:
+    """The endpoint's row, and the models it lists (None: it lists none).
+    ``found``: a local server found on a well-known port, not set by the user."""
     if not settings.openai_api_key and not settings.openai_base_url:
         probed = ", ".join(urlsplit(url).netloc for _, url in candidates(os.environ))
         detail = f"OPENAI_API_KEY is not set and no local model server answers ({probed}): "
         detail += "export your key, start a local server, or set OPENAI_BASE_URL (docs/local-models.md)"
         return Row("model endpoint", "FAIL", detail, needed=True), None
     where = f"{base} (OPENAI_BASE_URL)" if settings.openai_base_url else f"{base} (OpenAI)"
+    where = f"{base} (a local server found without OPENAI_API_KEY)" if found else where
     try:
         # Through the same proxies as the model client (httpx reads them from the environment).
         async with httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=3.0)) as client:
@@ -226,11 +228,48 @@ def speech_row(settings: Settings) -> Row:
     return Row("speech endpoint", "ok", f"{where}, model {settings.tts_model} (podcasts only)")
 
 
-def search_row(settings: Settings, problem: str | None) -> Row:
+# Each engine's default address (activities/search/; a test keeps them equal).
+SEARCH_DEFAULTS = {
+    "tavily": "https://api.tavily.com",
+    "brave": "https://api.search.brave.com",
+    "arxiv": "https://export.arxiv.org",
+    "duckduckgo": "https://duckduckgo.com",
+}
+
+
+def search_address(settings: Settings) -> tuple[str, str]:
+    """Where the search engine answers, and the variable that sets it."""
+    engine = settings.search_engine
+    given = {
+        "tavily": (settings.tavily_base_url, "TAVILY_BASE_URL"),
+        "searxng": (settings.searxng_url, "SEARXNG_URL"),
+        "brave": (settings.brave_base_url, "BRAVE_BASE_URL"),
+        "arxiv": (settings.arxiv_base_url, "ARXIV_BASE_URL"),
+    }.get(engine, (None, "DEEPRESEARCH_SEARCH_ENGINE"))
+    return given[0] or SEARCH_DEFAULTS.get(engine, ""), given[1]
+
+
+async def search_row(settings: Settings, problem: str | None) -> Row:
+    """The engine is configured and its address answers HTTP at all (no
+    search is made: a search may cost a credit)."""
     if problem and ("SEARCH" in problem or any(k in problem for k in ("TAVILY", "SEARXNG", "BRAVE"))):
         return Row("search engine", "FAIL", problem, needed=True)
+    address, variable = search_address(settings)
+    try:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(5.0, connect=3.0)) as client:
+            await client.get(address)
+    except httpx.HTTPError as err:
+        fix = (
+            "the keyless engine needs the internet: set TAVILY_API_KEY, or SEARXNG_URL with "
+            "DEEPRESEARCH_SEARCH_ENGINE=searxng"
+            if settings.search_engine == "duckduckgo"
+            else f"check {variable}"
+        )
+        detail = f"{settings.search_engine}: {address} cannot be reached ({type(err).__name__}): {fix}"
+        return Row("search engine", "FAIL", detail, needed=True)
     note = {"duckduckgo": "keyless (set TAVILY_API_KEY for Tavily)", "tavily": "Tavily, with its key"}
-    return Row("search engine", "ok", note.get(settings.search_engine, settings.search_engine), needed=True)
+    engine = note.get(settings.search_engine, settings.search_engine)
+    return Row("search engine", "ok", f"{engine}, {address} answers", needed=True)
 
 
 async def sandbox_row(settings: Settings) -> Row:
