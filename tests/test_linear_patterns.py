@@ -162,6 +162,20 @@ def test_the_meta_charset_is_still_found():
         assert _META_CHARSET.search(b"<head>" + tag).group(1) == name
 
 
+def test_the_demo_reporter_reads_a_long_line_of_brackets_at_once():
+    """The demo model's reporter picks "- text [title](url)" lines from the
+    findings, which can quote a local document (``demo --resource``): a line
+    of 200,000 "[" took minutes; the linked bullets are still found."""
+    out = finishes(
+        """
+        from client.demo.text import report
+        findings = "# Findings\\n- " + "[" * 200_000 + "\\n- Keel laid in 1911 [Yard](http://e.x/keel)\\n"
+        print("Keel laid in 1911 [Yard](http://e.x/keel)" in report(["# Research Topic\\nkeels", findings]))
+        """
+    )
+    assert out.strip() == "True"
+
+
 def test_a_local_document_with_a_long_heading_is_split_at_once():
     out = finishes(
         """
