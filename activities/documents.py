@@ -23,7 +23,9 @@ import trafilatura
 
 # Linear in the page: a tag's inside stops at the next "<" (patterns that
 # scanned to the next ">" from every "<title" or "<meta" were quadratic).
-_META_CHARSET = re.compile(rb"""<meta[^<>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.I)
+# Between "=" and the name one class, not ``\s*["']?\s*`` (two runs of spaces
+# either side of an optional quote split a run of spaces every way: quadratic).
+_META_CHARSET = re.compile(rb"""<meta[^<>]+charset\s*=[\s"']*([\w.:-]+)""", re.I)
 _TITLE_OPEN = re.compile(r"<title[^<>]*>", re.I)
 _TITLE_CLOSE = re.compile(r"</title>", re.I)
 

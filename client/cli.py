@@ -265,6 +265,8 @@ def dispatch(args: argparse.Namespace) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`... | head`): nothing to say, as with SIGPIPE
+        return 141
     except Exception as err:
         line = error_line(err, args)
         if line is None:

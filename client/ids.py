@@ -31,7 +31,8 @@ def owner(workflow_id: str) -> str:
 
 # Characters no file name may hold here or on Windows, and control characters.
 _UNSAFE = frozenset('/\\:*?"<>|') | {chr(c) for c in range(32)} | {chr(127)}
-_MAX_STEM = 120  # characters: room for a hash and an extension within 255 bytes
+_MAX_STEM = 120  # characters
+_MAX_STEM_BYTES = 200  # UTF-8 bytes: room for a hash and an extension within a file system's 255
 
 
 def file_stem(workflow_id: str) -> str:
@@ -44,7 +45,10 @@ def file_stem(workflow_id: str) -> str:
 
     stem = "".join("_" if ch in _UNSAFE or 0x80 <= ord(ch) < 0xA0 else ch for ch in workflow_id)
     stem = "_" * (len(stem) - len(stem.lstrip("."))) + stem.lstrip(".")
-    stem = stem.rstrip(" ")[:_MAX_STEM] or "_"
+    stem = stem.rstrip(" ")[:_MAX_STEM]
+    while len(stem.encode("utf-8", "surrogatepass")) > _MAX_STEM_BYTES:  # other scripts take 2-4 bytes a character
+        stem = stem[:-1]
+    stem = stem or "_"
     if stem == workflow_id:
         return stem
     return f"{stem}-{hashlib.sha256(workflow_id.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"

@@ -7,7 +7,10 @@ after ``FIRST_LOOK`` seconds without an answer, the run's own task queue
 (from its description: the one it was started on, not the CLI's) is
 asked whether any worker has polled it lately; if none has, that is said
 at once. With a worker, the wait ends after ``WAIT`` seconds all the same,
-with one line saying so.
+with one line saying so. Either line says that Temporal keeps the update:
+a worker that starts later hands it to the run (a review sent while the
+run's worker was down is applied when it comes back), so look at the run
+before sending it again.
 """
 
 from __future__ import annotations
@@ -59,8 +62,9 @@ async def run_task_queue(service: WorkflowService, namespace: str, workflow_id: 
 def no_worker_line(workflow_id: str, queue: str, update: str) -> str:
     what = WHAT.get(update, update)
     return (
-        f"no worker polls task queue {queue!r} (run {workflow_id}'s): the {what} has not reached the run; "
-        f"start one with `{cli_name()} worker --task-queue {queue}`"
+        f"no worker polls task queue {queue!r} (run {workflow_id}'s): the {what} has not reached the run yet "
+        f"and may still reach it when a worker starts (`{cli_name()} worker --task-queue {queue}`); "
+        f"see `{cli_name()} status {workflow_id}` before sending it again"
     )
 
 
@@ -84,7 +88,9 @@ async def execute_update(
             return task.result()
         raise CliError(
             f"run {workflow_id} did not take the {WHAT.get(update, update)} within {int(WAIT)} s, though a worker polled "
-            f"its task queue {queue!r} lately (is the run stuck? see `{cli_name()} status {workflow_id}`)"
+            f"its task queue {queue!r} lately (it may have stopped, and the run may still take the "
+            f"{WHAT.get(update, update)} when a worker comes back; see `{cli_name()} status {workflow_id}` "
+            "before sending it again)"
         )
     finally:
         task.cancel()

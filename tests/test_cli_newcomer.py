@@ -21,7 +21,7 @@ DEEPRESEARCH = Path(sys.executable).parent / "deepresearch"
 HOSTILE_IDS = ["/tmp/x/index", "../../etc/cron.d/x", "..", ".", ".hidden", "a\\b", "a\nb", "x" * 1000, "a:b", ""]
 
 
-@pytest.mark.parametrize("workflow_id", [*HOSTILE_IDS, "研究-电池", "research-1"])
+@pytest.mark.parametrize("workflow_id", [*HOSTILE_IDS, "研究-电池", "research-1", "研究" * 50, "🔋" * 70])
 def test_files_named_after_a_run_stay_inside_the_reports_folder(workflow_id, tmp_path):
     reports = tmp_path / "data" / "reports"
     args = build_parser().parse_args(["attach", "some-id", "--format", "html"])
@@ -32,6 +32,8 @@ def test_files_named_after_a_run_stay_inside_the_reports_folder(workflow_id, tmp
         assert made.resolve().parent == reports.resolve(), made
         assert not made.name.startswith(".") and "\n" not in made.name
         assert len(made.name.encode()) <= 255
+        made.parent.mkdir(parents=True, exist_ok=True)
+        made.write_text("report")  # the file system takes the name
 
 
 def test_plain_ids_keep_their_name_and_others_keep_their_script():

@@ -139,6 +139,43 @@ def test_the_title_tag_is_still_found():
     assert title_tag("<title>never closed") == ""
 
 
+def test_a_meta_charset_followed_by_spaces_is_read_at_once():
+    """Whatever the length it is given (the crawler gives it a page's first
+    4 KB): 200,000 spaces after ``charset=`` took minutes."""
+    out = finishes(
+        """
+        from activities.documents import _META_CHARSET
+        print(_META_CHARSET.search(b"<meta charset=" + b" " * 200_000 + b"!"))
+        """
+    )
+    assert out.strip() == "None"
+
+
+def test_the_meta_charset_is_still_found():
+    from activities.documents import _META_CHARSET
+
+    for tag, name in (
+        (b'<META charset="utf-8">', b"utf-8"),
+        (b"<meta charset = ' iso-8859-1 '>", b"iso-8859-1"),
+        (b'<meta http-equiv="Content-Type" content="text/html; charset=windows-1252">', b"windows-1252"),
+    ):
+        assert _META_CHARSET.search(b"<head>" + tag).group(1) == name
+
+
+def test_the_demo_reporter_reads_a_long_line_of_brackets_at_once():
+    """The demo model's reporter picks "- text [title](url)" lines from the
+    findings, which can quote a local document (``demo --resource``): a line
+    of 200,000 "[" took minutes; the linked bullets are still found."""
+    out = finishes(
+        """
+        from client.demo.text import report
+        findings = "# Findings\\n- " + "[" * 200_000 + "\\n- Keel laid in 1911 [Yard](http://e.x/keel)\\n"
+        print("Keel laid in 1911 [Yard](http://e.x/keel)" in report(["# Research Topic\\nkeels", findings]))
+        """
+    )
+    assert out.strip() == "True"
+
+
 def test_a_local_document_with_a_long_heading_is_split_at_once():
     out = finishes(
         """

@@ -1,10 +1,12 @@
 """`list` with a run whose memo is not valid JSON (written by another
 client): the row shows what can be read, and no other row is hidden, on the
-quick way and through the full client alike."""
+quick way and through the full client alike. And output into a pipe whose
+reader has gone ends quietly."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import uuid
 from pathlib import Path
@@ -61,3 +63,22 @@ async def test_a_memo_that_is_not_json_hides_no_row(temporal_client, worker_env)
     finally:
         for workflow_id in (good, bad):
             await temporal_client.get_workflow_handle(workflow_id).terminate("test over")
+
+
+async def test_status_into_a_pipe_whose_reader_has_gone_ends_quietly(temporal_client, task_queue, worker, worker_env):
+    """``deepresearch status ID --json | head -c 300``: the reader goes away
+    after a few bytes; no traceback (``list`` goes through rich, which already
+    ended quietly; ``status --json`` printed a BrokenPipeError traceback)."""
+    from testkit.runs import start
+
+    handle = await start(temporal_client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True)
+    await handle.result()
+    reader, writer = os.pipe()
+    os.close(reader)  # gone before the first line is written
+    proc = await asyncio.create_subprocess_exec(
+        str(CLI), "status", handle.id, "--json", env=worker_env, stdout=writer, stderr=asyncio.subprocess.PIPE
+    )
+    os.close(writer)
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert not err.decode().strip(), err.decode()[-2000:]
+    assert proc.returncode != 0

@@ -31,6 +31,10 @@ async def test_review_and_answer_without_a_worker_say_so_and_name_the_runs_task_
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
         assert f"no worker polls task queue '{task_queue}'" in err and f"the {what} has not reached" in err, err
         assert "the-cli-queue" not in err
+        # Temporal keeps the update for a worker that starts later: the line
+        # must not read as if it were dropped (a review sent while the worker
+        # was down is applied when it comes back).
+        assert "may still reach it when a worker starts" in err and f"status {run_id}" in err, err
 
 
 async def test_the_desk_review_without_a_worker_says_so(worker_env, task_queue):

@@ -5,6 +5,7 @@ to it over HTTP with a token (``DEEPRESEARCH_SANDBOX=remote``)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -151,6 +152,30 @@ def test_without_a_token_on_loopback_it_says_so():
         proc.terminate()
         said = proc.stdout.read().decode()
     assert "no DEEPRESEARCH_SANDBOX_TOKEN: serving loopback only, where any local user can run code here" in said
+
+
+async def test_without_a_token_no_web_page_can_run_code_here():
+    """A page the user visits can POST cross-site without a preflight when the
+    body is ``text/plain`` or a form, and can rebind its own name to
+    127.0.0.1: neither reaches the sandbox of a service with no token."""
+    body = json.dumps({"session": "page", "code": "print('ran')"}).encode()
+    with service_process(service_env()) as (url, _proc):
+        port = url.rsplit(":", 1)[1]
+        async with httpx.AsyncClient(trust_env=False, timeout=30) as http:
+            for headers in (
+                {"Content-Type": "text/plain"},
+                {"Content-Type": "application/x-www-form-urlencoded"},
+                {"Content-Type": "application/json", "Host": f"rebind.attacker.example:{port}"},
+            ):
+                reply = await http.post(url + "/run", content=body, headers=headers)
+                assert reply.status_code in (415, 421), (headers, reply.status_code, reply.text)
+                assert "error" in reply.json() and "ran" not in reply.text
+            # The worker's own client (JSON to a loopback name) is served.
+            box = RemoteSandbox(url)
+            try:
+                assert (await box.run("worker", "print(6 * 7)")).stdout == "42\n"
+            finally:
+                await box.close_all()
 
 
 async def test_sessions_are_capped_and_the_next_one_gets_one_clear_line():

@@ -8,7 +8,11 @@ per session) and holds no keys; put it on a network with no way out (see
 docker-compose.yml). Workers reach it with ``DEEPRESEARCH_SANDBOX=remote`` and
 ``DEEPRESEARCH_SANDBOX_URL``; ``DEEPRESEARCH_SANDBOX_TOKEN``, set on both, must
 come with every request. Without a token it serves loopback only (and says
-so). At most ``DEEPRESEARCH_SANDBOX_MAX_SESSIONS`` sessions (default 4) are
+so), and only to loopback host names (a page in a browser that rebinds its
+own name to 127.0.0.1 is refused). A POST must say ``Content-Type:
+application/json``: a browser sends that cross-site only after a preflight
+this service never grants, so no web page can run code here through a
+plain form or ``text/plain`` request. At most ``DEEPRESEARCH_SANDBOX_MAX_SESSIONS`` sessions (default 4) are
 open at once; a new one past that is answered 429.
 
     POST /run    {"session", "code", "previous": [...]} -> {"stdout", "stderr", "error"}
@@ -62,6 +66,17 @@ def create_app(sandbox: LocalSandbox, token: str | None, max_sessions: int = DEF
         offered = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
         return not token or hmac.compare_digest(offered.encode(), token.encode())
 
+    def from_a_page(request: Request) -> JSONResponse | None:
+        """Refuses what a web page could send: another host name without a
+        token (DNS rebinding), a body not declared JSON (no preflight)."""
+        host = request.headers.get("host", "").rpartition(":")[0] or request.headers.get("host", "")
+        if not token and not is_loopback(host):
+            return JSONResponse({"error": f"this sandbox service answers only to loopback names, not {host!r}"}, 421)
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if request.method == "POST" and kind != "application/json":
+            return JSONResponse({"error": "send the request as Content-Type: application/json"}, 415)
+        return None
+
     def busy(session: str) -> str | None:
         open_now = sandbox.open_sessions() | {s for s, n in starting.items() if n}
         if session in open_now or len(open_now) < max_sessions:
@@ -72,6 +87,8 @@ def create_app(sandbox: LocalSandbox, token: str | None, max_sessions: int = DEF
         )
 
     async def run(request: Request) -> JSONResponse:
+        if (refused := from_a_page(request)) is not None:
+            return refused
         if not allowed(request):
             return JSONResponse({"error": "wrong or missing sandbox token"}, 401)
         try:
@@ -98,6 +115,8 @@ def create_app(sandbox: LocalSandbox, token: str | None, max_sessions: int = DEF
         return JSONResponse({"stdout": cell.stdout, "stderr": cell.stderr, "error": cell.error})
 
     async def close(request: Request) -> JSONResponse:
+        if (refused := from_a_page(request)) is not None:
+            return refused
         if not allowed(request):
             return JSONResponse({"error": "wrong or missing sandbox token"}, 401)
         try:
