@@ -337,3 +337,21 @@ async def test_bad_schedule_input_is_one_line(worker_env, worker):
         ]
     finally:
         assert (await asyncio.to_thread(cli, worker_env, "schedule", "delete", name)).returncode == 0
+
+
+async def test_a_schedule_made_anew_under_an_old_name_starts_afresh(worker_env, worker, llm, temporal_client):
+    """A deleted schedule's runs stay, but a new schedule of the same name (here
+    on another question) does not build on them: nothing from another run."""
+    name = f"reused-{time.time_ns() % 10**8}"
+    for question in (QUESTION, "What else stands on Lantern Rock?"):
+        created = await asyncio.to_thread(cli, worker_env, "schedule", "create", name, question, "--every", "1w")
+        assert created.returncode == 0, created.stderr
+        try:
+            assert (await asyncio.to_thread(cli, worker_env, "schedule", "trigger", name)).returncode == 0
+            runs = await completed(temporal_client, name, 1 if question == QUESTION else 2)
+        finally:
+            assert (await asyncio.to_thread(cli, worker_env, "schedule", "delete", name)).returncode == 0
+    old, new = runs[0], runs[-1]
+    report = (await temporal_client.get_workflow_handle(new.id).result())["final_report"]
+    assert "What changed since" not in report
+    assert not [c for c in llm.calls() if old.id in json.dumps(c)]  # the old schedule's run reached no request
