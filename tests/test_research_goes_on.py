@@ -156,6 +156,32 @@ async def test_ask_review_waits_for_the_review_of_its_research(worker_env, worke
     assert "Ada Quillon" in out and f"researched more in run {research}" in out
 
 
+async def test_a_long_thread_stays_small_and_remembers(worker_env, worker, temporal_client):
+    """A thread continues as new when its history grows; the next run of it
+    still has the run's findings, the newest turns and the question count."""
+    from workflows.follow_up import CONTINUE_AFTER_EVENTS, MAX_TURNS_KEPT
+    from workflows.follow_up_models import FollowUpAnswer, ThreadStatus
+
+    run = await asyncio.to_thread(finished_run, worker_env)
+    await asyncio.to_thread(ask, worker_env, run["run_id"], "How many ships did the keeper log?")  # starts the thread
+    thread = temporal_client.get_workflow_handle(f"{run['run_id']}-ask")
+    first_run = (await thread.describe()).run_id
+    asked = 1
+    while (await thread.describe()).run_id == first_run:
+        assert asked < 400, "the thread never continued as new"
+        await thread.execute_update("ask", args=[f"Repeat your previous answer ({asked})", False],
+                                    result_type=FollowUpAnswer)  # fmt: skip
+        asked += 1
+    old = await temporal_client.get_workflow_handle(thread.id, run_id=first_run).describe()
+    assert old.raw_description.workflow_execution_info.history_length < CONTINUE_AFTER_EVENTS + 100
+    answer = await thread.execute_update("ask", args=["How many ships did the keeper log?", False],
+                                         result_type=FollowUpAnswer)  # fmt: skip
+    assert "4417" in answer.answer and answer.citations  # the run's findings and sources came along
+    status = await thread.query("status", result_type=ThreadStatus)
+    assert status.questions == asked + 1 and len(status.turns) == MAX_TURNS_KEPT
+    assert status.turns[-2].question == f"Repeat your previous answer ({asked - 1})"
+
+
 async def test_a_worker_killed_mid_answer_pays_nothing_twice(worker_env, worker, llm, temporal_client):
     run = await asyncio.to_thread(finished_run, worker_env)
     earlier = await asyncio.to_thread(ask, worker_env, run["run_id"], "How many ships did the keeper log?")
