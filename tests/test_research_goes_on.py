@@ -156,6 +156,23 @@ async def test_ask_review_waits_for_the_review_of_its_research(worker_env, worke
     assert "Ada Quillon" in out and f"researched more in run {research}" in out
 
 
+async def test_an_answer_cites_only_what_was_retrieved(worker_env, worker, llm, script, pages):
+    """A follow-up answer's links are checked as the report's: a URL neither
+    the run nor the thread's research retrieved is removed."""
+    run = await asyncio.to_thread(finished_run, worker_env)
+    real = pages.url("/lighthouse")
+
+    def invents_a_source(request: dict):
+        if role_of(request) != "followup":
+            return script(request)
+        return f"4417 ships ([the log]({real})), says [a made-up page](http://invented.example/log) too."
+
+    llm.handler = invents_a_source
+    answer = await asyncio.to_thread(ask, worker_env, run["run_id"], "How many ships did the keeper log?")
+    assert "invented.example" not in answer["answer"] and "[unverified source removed]" in answer["answer"]
+    assert [c["url"] for c in answer["citations"]] == [real]
+
+
 async def test_a_long_thread_stays_small_and_remembers(worker_env, worker, temporal_client):
     """A thread continues as new when its history grows; the next run of it
     still has the run's findings, the newest turns and the question count."""
