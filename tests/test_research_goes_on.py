@@ -74,6 +74,8 @@ async def test_a_thread_of_three_questions(worker_env, worker, llm, tavily, page
     assert third["researched"] and third["research_run"]
     assert "Ada Quillon" in third["answer"]
     assert pages.url("/builder") in [c["url"] for c in third["citations"]]  # the new source, cited and verified
+    planned = [json.dumps(c) for c in llm.calls("planner") if "Who constructed it?" in json.dumps(c)]
+    assert planned and QUESTION in planned[0]  # the research knew what "it" is: the run's question came along
     research = await temporal_client.get_workflow_handle(third["research_run"]).describe()
     assert research.status == WorkflowExecutionStatus.COMPLETED
     # it shows in `list` and the Temporal UI as any run does: its question, plan title and phase

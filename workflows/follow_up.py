@@ -172,7 +172,10 @@ class FollowUp:
         s.researched += 1
         run_id = f"{self.input.run_id}-ask-research-{s.researched}"
         self.phase, self.research_run = "researching", run_id
-        request = ResearchInput(question=question, max_step_num=2, auto_accept_plan=not review)
+        # The question alone ("who built it?") may not say what it is about: the run's question does.
+        about = s.prior.question[:2000] if s.prior else ""
+        topic = f"{question}\n\n(A follow-up question on earlier research into: {about})" if about else question
+        request = ResearchInput(question=topic, max_step_num=2, auto_accept_plan=not review)
         attributes = (
             TypedSearchAttributes([SearchAttributePair(PHASE_ATTRIBUTE, "coordinating")])
             if self.input.search_attributes
