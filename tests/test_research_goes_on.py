@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import WorkflowExecutionStatus
 
 from testkit.llm_server import role_of
@@ -86,6 +87,10 @@ async def test_a_thread_of_three_questions(worker_env, worker, llm, tavily, page
     await keep_history(temporal_client.get_workflow_handle(first["workflow_id"]), "follow_up_thread")
     thread = await temporal_client.get_workflow_handle(first["workflow_id"]).query("status")
     assert thread["questions"] == 3 and [t["researched"] for t in thread["turns"]] == [False, False, True]
+    ui = await temporal_client.get_workflow_handle(first["workflow_id"]).query(
+        "__temporal_workflow_metadata", result_type=WorkflowMetadata
+    )  # what the Temporal UI shows as the thread's current details
+    assert "**Q:** Who constructed it?" in ui.current_details and "(researched more)" in ui.current_details
     shown = await asyncio.to_thread(cli, worker_env, "status", first["workflow_id"])
     assert shown.returncode == 0, shown.stderr
     assert "Q: Repeat your previous answer, please" in shown.stdout and "researched more in" in shown.stdout
