@@ -405,3 +405,38 @@ async def test_a_schedule_made_anew_under_an_old_name_starts_afresh(worker_env, 
     report = (await temporal_client.get_workflow_handle(new.id).result())["final_report"]
     assert "What changed since" not in report
     assert not [c for c in llm.calls() if old.id in json.dumps(c)]  # the old schedule's run reached no request
+
+
+async def test_a_schedule_with_review_waits_and_starts_no_second_run_meanwhile(worker_env, worker, temporal_client):
+    """--review: each scheduled run waits for review; the stated policy, one run
+    at a time, skips the starts that fall while it waits."""
+    from temporalio.client import ScheduleOverlapPolicy
+
+    from client.commands.schedule import CATCHUP_WINDOW
+
+    name = f"reviewed-{time.time_ns() % 10**8}"
+    created = await asyncio.to_thread(
+        cli, worker_env, "schedule", "create", name, QUESTION, "--every", "2s", "--review"
+    )
+    assert created.returncode == 0, created.stderr
+    assert "plans wait for review" in created.stdout
+    try:
+        policy = (await temporal_client.get_schedule_handle(name).describe()).schedule.policy
+        assert policy.overlap == ScheduleOverlapPolicy.SKIP and policy.catchup_window == CATCHUP_WINDOW
+        deadline = time.monotonic() + 60
+        while True:
+            runs = await scheduled_runs(temporal_client, name)
+            if runs and (await temporal_client.get_workflow_handle(runs[0].id).query("status"))["phase"] == (
+                "awaiting_review"
+            ):
+                break
+            assert time.monotonic() < deadline, "the scheduled run never waited for review"
+            await asyncio.sleep(0.3)
+        await asyncio.sleep(6)  # three intervals
+        assert len(await scheduled_runs(temporal_client, name)) == 1  # skipped while the first waits
+        described = await temporal_client.get_schedule_handle(name).describe()
+        assert described.info.num_actions_skipped_overlap >= 2
+    finally:
+        assert (await asyncio.to_thread(cli, worker_env, "schedule", "delete", name)).returncode == 0
+    for run in await scheduled_runs(temporal_client, name):
+        await temporal_client.get_workflow_handle(run.id).terminate("test over")
