@@ -326,6 +326,7 @@ async def test_a_schedule_runs_builds_on_its_last_run_and_says_what_changed(
         assert report.index("What changed since") < report.index("Key Points")  # it opens with the changes
         changes = report.split("What changed since", 1)[1].split("## Key Points", 1)[0]
         assert "4417" in changes and "5120" in changes  # the old and the new figure
+        assert changes.count(f"]({pages.url('/lighthouse')})") == 2  # each cited, its link kept by the check
         assert pages.url("/lighthouse") in [c["url"] for c in new["citations"]]
         assert "What changed since" not in old["final_report"]
         listed = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "list")
