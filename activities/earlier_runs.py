@@ -4,11 +4,13 @@ it (``--continue-from ID``, a scheduled run, a follow-up thread).
 It asks Temporal (the worker's own client) for the run's result: a named run
 must have completed with a report; a schedule's previous run is the newest
 completed run that the schedule started (Temporal's ``TemporalScheduledById``
-search attribute) other than the asking one.
+search attribute, and started since the schedule was created: a schedule made
+anew under a deleted one's name starts afresh) other than the asking one.
 """
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import TYPE_CHECKING
 
 from temporalio import activity
@@ -60,8 +62,20 @@ class EarlierRuns:
             raise _not_usable(f"nothing to build on: {err}") from None
 
     async def _last_of_schedule(self, schedule: str, current_id: str) -> PriorRun | None:
+        from temporalio.service import RPCError, RPCStatusCode
+
+        try:  # only this schedule's runs: not those of an earlier schedule of the same name
+            created = (await self.client.get_schedule_handle(schedule).describe()).info.created_at
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return None  # deleted meanwhile: whose runs they were cannot be told
+            raise
         name = schedule.replace("\\", "\\\\").replace("'", "\\'")
-        query = f"WorkflowType = 'DeepResearch' AND TemporalScheduledById = '{name}' AND ExecutionStatus = 'Completed'"
+        since = created.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        query = (
+            f"WorkflowType = 'DeepResearch' AND TemporalScheduledById = '{name}' AND ExecutionStatus = 'Completed' "
+            f"AND StartTime >= '{since}'"
+        )
         seen = 0
         async for execution in self.client.list_workflows(query):
             if execution.id == current_id:

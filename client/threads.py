@@ -30,6 +30,7 @@ async def ask(client: Client, conn: Connection, run_id: str, question: str, revi
     from temporalio.common import WorkflowIDConflictPolicy
 
     from client.commands.run import has_pollers
+    from infra.search_attributes import search_attributes_ready
 
     question = question.strip()
     if not question:
@@ -41,9 +42,10 @@ async def ask(client: Client, conn: Connection, run_id: str, question: str, revi
             f"no worker polls task queue {queue!r}, the queue of run {run_id}: "
             f"start one with `{cli_name()} worker --task-queue {queue}`"
         )
+    attributes = await search_attributes_ready(client.service_client, conn.namespace)
     start = WithStartWorkflowOperation(
         "FollowUp",
-        FollowUpInput(run_id=run_id),
+        FollowUpInput(run_id=run_id, search_attributes=attributes),
         id=thread_id(run_id),
         task_queue=queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,

@@ -3,11 +3,15 @@ Word, in a real browser (Debian's chromium driven by Playwright)."""
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
+import time
+
 from playwright import async_api as playwright_api
 
 from testkit.research_script import FACT
 
-from .test_desk import WAIT, browser, desk, page, phase_is  # noqa: F401 - fixtures and helpers
+from .test_desk import CLI, WAIT, browser, desk, page, phase_is  # noqa: F401 - fixtures and helpers
 
 
 async def test_a_follow_up_question_is_answered_under_the_report(page, desk, worker, script, tmp_path):  # noqa: F811
@@ -34,3 +38,19 @@ async def test_a_follow_up_question_is_answered_under_the_report(page, desk, wor
         path = tmp_path / f"report.{fmt}"
         await (await download.value).save_as(path)
         assert path.read_bytes().startswith(magic)
+
+
+async def test_the_desk_lists_schedules(page, desk, worker_env):  # noqa: F811
+    name = f"desk-watch-{time.time_ns() % 10**8}"
+    created = await asyncio.to_thread(
+        subprocess.run, [str(CLI), "schedule", "create", name, "Tell me about Lantern Rock", "--every", "1w"],
+        env=worker_env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    try:
+        await asyncio.to_thread(subprocess.run, [str(CLI), "schedule", "pause", name], env=worker_env, timeout=60)
+        await page.goto(desk)
+        row = page.get_by_test_id("schedule-list").locator("li", has_text=name)
+        await playwright_api.expect(row).to_contain_text("every 1w · paused · 0 run(s)", timeout=WAIT)
+    finally:
+        await asyncio.to_thread(subprocess.run, [str(CLI), "schedule", "delete", name], env=worker_env, timeout=60)

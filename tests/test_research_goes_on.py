@@ -12,12 +12,15 @@ import time
 from pathlib import Path
 
 import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import WorkflowExecutionStatus
 
+from testkit.llm_server import role_of
 from testkit.pages import article
-from testkit.research_script import FACT
+from testkit.research_script import FACT, first_user
 from testkit.runs import keep_history
 from testkit.worker_process import WorkerProcess
+from workflows.models import PHASE_ATTRIBUTE, TITLE_ATTRIBUTE
 
 BIN = Path(sys.executable).parent
 QUESTION = "Tell me about the Lantern Rock lighthouse"
@@ -72,12 +75,22 @@ async def test_a_thread_of_three_questions(worker_env, worker, llm, tavily, page
     assert third["researched"] and third["research_run"]
     assert "Ada Quillon" in third["answer"]
     assert pages.url("/builder") in [c["url"] for c in third["citations"]]  # the new source, cited and verified
+    planned = [json.dumps(c) for c in llm.calls("planner") if "Who constructed it?" in json.dumps(c)]
+    assert planned and QUESTION in planned[0]  # the research knew what "it" is: the run's question came along
     research = await temporal_client.get_workflow_handle(third["research_run"]).describe()
     assert research.status == WorkflowExecutionStatus.COMPLETED
+    # it shows in `list` and the Temporal UI as any run does: its question, plan title and phase
+    assert await research.memo_value("question") == "Who constructed it?"
+    assert research.typed_search_attributes.get(TITLE_ATTRIBUTE) == "Scripted research"
+    assert research.typed_search_attributes.get(PHASE_ATTRIBUTE) == "completed"
 
     await keep_history(temporal_client.get_workflow_handle(first["workflow_id"]), "follow_up_thread")
     thread = await temporal_client.get_workflow_handle(first["workflow_id"]).query("status")
     assert thread["questions"] == 3 and [t["researched"] for t in thread["turns"]] == [False, False, True]
+    ui = await temporal_client.get_workflow_handle(first["workflow_id"]).query(
+        "__temporal_workflow_metadata", result_type=WorkflowMetadata
+    )  # what the Temporal UI shows as the thread's current details
+    assert "**Q:** Who constructed it?" in ui.current_details and "(researched more)" in ui.current_details
     shown = await asyncio.to_thread(cli, worker_env, "status", first["workflow_id"])
     assert shown.returncode == 0, shown.stderr
     assert "Q: Repeat your previous answer, please" in shown.stdout and "researched more in" in shown.stdout
@@ -96,21 +109,111 @@ async def test_a_thread_of_three_questions(worker_env, worker, llm, tavily, page
     assert as_json["workflow_id"] == first["workflow_id"] and len(as_json["turns"]) == 3
 
 
-async def test_a_question_on_an_unknown_or_unfinished_run_is_one_line(worker_env, worker):
+async def test_a_question_on_an_unknown_or_unfinished_run_is_one_line(worker_env, worker, temporal_client):
     done = await asyncio.to_thread(cli, worker_env, "ask", "no-such-run", "anything?")
     assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
     assert "no run with id no-such-run" in done.stderr and "Traceback" not in done.stderr
 
+    waiting = await asyncio.to_thread(cli, worker_env, "start", QUESTION)  # its plan waits for review
+    run_id = waiting.stdout.strip()
+    deadline = time.monotonic() + 60
+    while (await temporal_client.get_workflow_handle(run_id).query("status"))["phase"] != "awaiting_review":
+        assert time.monotonic() < deadline, "the run never asked for review"
+        await asyncio.sleep(0.2)
+    done = await asyncio.to_thread(cli, worker_env, "ask", run_id, "anything?")
+    assert done.returncode == 1 and done.stderr.strip().splitlines() == [
+        f"error: run {run_id} has not completed (it is running): wait for its report first"
+    ]
+    await temporal_client.get_workflow_handle(run_id).terminate("test over")
+
+
+def line_with(process: subprocess.Popen, text: str) -> str:
+    """The first line of the process's output holding ``text`` ('' at its end)."""
+    while line := process.stdout.readline():
+        if text in line:
+            return line
+    return ""
+
+
+async def test_ask_review_waits_for_the_review_of_its_research(worker_env, worker, tavily, pages, temporal_client):
+    run = await asyncio.to_thread(finished_run, worker_env)
+    pages.add("/builder", article("Who built Lantern Rock", ["Records.", BUILDER + ".", "More."]))
+    tavily.handler = lambda query, n: [
+        {"title": "Lantern Rock builder", "url": pages.url("/builder"), "content": "Records.", "score": 0.9}
+    ]
+    research = f"{run['run_id']}-ask-research-1"
+    asking = subprocess.Popen(
+        [str(BIN / "deepresearch"), "ask", run["run_id"], "Who constructed it?", "--review"],
+        env=worker_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        told = await asyncio.wait_for(asyncio.to_thread(line_with, asking, "researching more"), 120)
+        assert f"researching more in run {research}; review its plan with" in told  # ask says which run waits
+        deadline = time.monotonic() + 60
+        while (await temporal_client.get_workflow_handle(research).query("status"))["phase"] != "awaiting_review":
+            assert time.monotonic() < deadline, "the research never waited for the asker's review"
+            await asyncio.sleep(0.2)
+        reviewed = await asyncio.to_thread(cli, worker_env, "review", research, "--accept")
+        assert reviewed.returncode == 0, reviewed.stderr
+        out, err = await asyncio.to_thread(asking.communicate, timeout=120)
+    finally:
+        if asking.poll() is None:
+            asking.kill()
+    assert asking.returncode == 0, err
+    assert "Ada Quillon" in out and f"researched more in run {research}" in out
+
+
+async def test_an_answer_cites_only_what_was_retrieved(worker_env, worker, llm, script, pages):
+    """A follow-up answer's links are checked as the report's: a URL neither
+    the run nor the thread's research retrieved is removed."""
+    run = await asyncio.to_thread(finished_run, worker_env)
+    real = pages.url("/lighthouse")
+
+    def invents_a_source(request: dict):
+        if role_of(request) != "followup":
+            return script(request)
+        return f"4417 ships ([the log]({real})), says [a made-up page](http://invented.example/log) too."
+
+    llm.handler = invents_a_source
+    answer = await asyncio.to_thread(ask, worker_env, run["run_id"], "How many ships did the keeper log?")
+    assert "invented.example" not in answer["answer"] and "[unverified source removed]" in answer["answer"]
+    assert [c["url"] for c in answer["citations"]] == [real]
+
+
+async def test_a_long_thread_stays_small_and_remembers(worker_env, worker, temporal_client):
+    """A thread continues as new when its history grows; the next run of it
+    still has the run's findings, the newest turns and the question count."""
+    from workflows.follow_up import CONTINUE_AFTER_EVENTS, MAX_TURNS_KEPT
+    from workflows.follow_up_models import FollowUpAnswer, ThreadStatus
+
+    run = await asyncio.to_thread(finished_run, worker_env)
+    await asyncio.to_thread(ask, worker_env, run["run_id"], "How many ships did the keeper log?")  # starts the thread
+    thread = temporal_client.get_workflow_handle(f"{run['run_id']}-ask")
+    first_run = (await thread.describe()).run_id
+    asked = 1
+    while (await thread.describe()).run_id == first_run:
+        assert asked < 400, "the thread never continued as new"
+        await thread.execute_update("ask", args=[f"Repeat your previous answer ({asked})", False],
+                                    result_type=FollowUpAnswer)  # fmt: skip
+        asked += 1
+    old = await temporal_client.get_workflow_handle(thread.id, run_id=first_run).describe()
+    assert old.raw_description.workflow_execution_info.history_length < CONTINUE_AFTER_EVENTS + 100
+    answer = await thread.execute_update("ask", args=["How many ships did the keeper log?", False],
+                                         result_type=FollowUpAnswer)  # fmt: skip
+    assert "4417" in answer.answer and answer.citations  # the run's findings and sources came along
+    status = await thread.query("status", result_type=ThreadStatus)
+    assert status.questions == asked + 1 and len(status.turns) == MAX_TURNS_KEPT
+    assert status.turns[-2].question == f"Repeat your previous answer ({asked - 1})"
+
 
 async def test_a_worker_killed_mid_answer_pays_nothing_twice(worker_env, worker, llm, temporal_client):
     run = await asyncio.to_thread(finished_run, worker_env)
+    earlier = await asyncio.to_thread(ask, worker_env, run["run_id"], "How many ships did the keeper log?")
     before = {role: len(llm.calls(role)) for role in ("coordinator", "planner", "researcher", "coder", "reporter")}
     llm.latency = 4.0  # the follow-up call is in flight when the worker dies
-    asking = asyncio.create_task(
-        asyncio.to_thread(ask, worker_env, run["run_id"], "How many ships did the keeper log?")
-    )
+    asking = asyncio.create_task(asyncio.to_thread(ask, worker_env, run["run_id"], "Repeat your previous answer"))
     deadline = time.monotonic() + 60
-    while not llm.calls("followup"):
+    while len(llm.calls("followup")) < 2:
         assert time.monotonic() < deadline, "the follow-up call never reached the model"
         await asyncio.sleep(0.1)
     worker.kill()
@@ -118,10 +221,10 @@ async def test_a_worker_killed_mid_answer_pays_nothing_twice(worker_env, worker,
     worker.start()
     await worker.ready(temporal_client)
     answer = await asking
-    assert "4417" in answer["answer"]
+    assert earlier["answer"] in answer["answer"]  # the thread kept its earlier answer across the crash
     after = {role: len(llm.calls(role)) for role in before}
     assert after == before  # nothing the run had paid for was asked again
-    assert len(llm.calls("followup")) == 2  # the call lost with the worker, and its retry: no more
+    assert len(llm.calls("followup")) == 3  # the earlier answer once, the call lost with the worker, its retry
 
 
 async def test_continue_from_plans_from_what_the_run_found(worker_env, worker, llm, pages, temporal_client):
@@ -142,6 +245,35 @@ async def test_continue_from_plans_from_what_the_run_found(worker_env, worker, l
     assert "The earlier report" in reporter and first["run_id"] in reporter  # the reporter had the earlier report
     assert "What changed since" in second["final_report"]
     assert pages.url("/lighthouse") in [c["url"] for c in second["citations"]]  # old findings keep their sources
+
+
+async def test_a_report_without_what_changed_gets_it_under_its_title(worker_env, worker, llm, script):
+    """When the reporter leaves the section out, one more call writes it, and
+    it goes under the report's title (the title stays the report's title)."""
+    first = await asyncio.to_thread(finished_run, worker_env)
+
+    def reporter_leaves_it_out(request: dict):
+        if role_of(request) != "reporter":
+            return script(request)
+        if "# The new report" in first_user(request):  # the call that writes only what changed
+            return (
+                "## What changed since the earlier run\n- Nothing changed ([source]("
+                + first["citations"][0]["url"]
+                + "))."
+            )
+        return f"# Lantern Rock, again\n\n## Key Points\n- {FACT}.\n"
+
+    llm.handler = reporter_leaves_it_out
+    started = await asyncio.to_thread(
+        cli, worker_env, "start", "What else about Lantern Rock?", "--auto-accept", "--continue-from", first["run_id"]
+    )  # fmt: skip
+    done = await asyncio.to_thread(cli, worker_env, "result", started.stdout.strip(), "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)["final_report"]
+    assert report.startswith("# Lantern Rock, again\n")  # the title first, then what changed, then the rest
+    assert report.index("## What changed since") < report.index("## Key Points")
+    changes = [json.dumps(c) for c in llm.calls("reporter") if "# The new report" in first_user(c)]
+    assert len(changes) == 1 and first["run_id"] in changes[0]  # it was given the earlier report
 
 
 async def test_continue_from_a_run_that_does_not_exist_fails_in_one_line(worker_env, worker):
@@ -194,10 +326,13 @@ async def test_a_schedule_runs_builds_on_its_last_run_and_says_what_changed(
         assert report.index("What changed since") < report.index("Key Points")  # it opens with the changes
         changes = report.split("What changed since", 1)[1].split("## Key Points", 1)[0]
         assert "4417" in changes and "5120" in changes  # the old and the new figure
+        assert changes.count(f"]({pages.url('/lighthouse')})") == 2  # each cited, its link kept by the check
         assert pages.url("/lighthouse") in [c["url"] for c in new["citations"]]
         assert "What changed since" not in old["final_report"]
         listed = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "list")
         assert f"(schedule {name})" in listed.stdout
+        described = await temporal_client.get_workflow_handle(second.id).describe()
+        assert described.typed_search_attributes.get(TITLE_ATTRIBUTE) == "Scripted research"  # as any run shows
 
         bundled = subprocess.run(
             [str(BIN / "temporal"), "schedule", "list", "--address", worker_env["TEMPORAL_ADDRESS"]],
@@ -213,6 +348,9 @@ async def test_a_schedule_runs_builds_on_its_last_run_and_says_what_changed(
         count = len(await scheduled_runs(temporal_client, name))
         await asyncio.sleep(9)  # two intervals and more
         assert len(await scheduled_runs(temporal_client, name)) == count  # paused: no new run
+        row = next(line for line in (await asyncio.to_thread(cli, worker_env, "schedule", "list")).stdout.splitlines()
+                   if line.startswith(name))  # fmt: skip
+        assert " paused " in row and row.split()[-1] == "-"  # no next run while paused
     finally:
         deleted = await asyncio.to_thread(cli, worker_env, "schedule", "delete", name)
     assert deleted.returncode == 0, deleted.stderr
@@ -233,3 +371,73 @@ def test_schedule_durations_read_as_users_write_them():
     for bad in ("", "1x", "w", "1.5h", "-1d", "1d 2"):
         with pytest.raises(CliError, match="--every"):
             parse_every(bad)
+
+
+async def test_bad_schedule_input_is_one_line(worker_env, worker):
+    name = f"dup-{time.time_ns() % 10**8}"
+    for timing in (["--every", ""], ["--every", "1x"], ["--cron", ""], ["--cron", "99 * * * *"]):
+        done = await asyncio.to_thread(cli, worker_env, "schedule", "create", name, QUESTION, *timing)
+        assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, (timing, done.stderr)
+        assert "Traceback" not in done.stderr and f"error: {timing[0]}" in done.stderr
+    created = await asyncio.to_thread(cli, worker_env, "schedule", "create", name, QUESTION, "--every", "1w")
+    assert created.returncode == 0, created.stderr
+    try:
+        again = await asyncio.to_thread(cli, worker_env, "schedule", "create", name, "Other?", "--cron", "0 8 * * *")
+        assert again.returncode == 1 and again.stderr.strip().splitlines() == [
+            f"error: a schedule named {name!r} already exists (delete it first, or choose another name)"
+        ]
+    finally:
+        assert (await asyncio.to_thread(cli, worker_env, "schedule", "delete", name)).returncode == 0
+
+
+async def test_a_schedule_made_anew_under_an_old_name_starts_afresh(worker_env, worker, llm, temporal_client):
+    """A deleted schedule's runs stay, but a new schedule of the same name (here
+    on another question) does not build on them: nothing from another run."""
+    name = f"reused-{time.time_ns() % 10**8}"
+    for question in (QUESTION, "What else stands on Lantern Rock?"):
+        created = await asyncio.to_thread(cli, worker_env, "schedule", "create", name, question, "--every", "1w")
+        assert created.returncode == 0, created.stderr
+        try:
+            assert (await asyncio.to_thread(cli, worker_env, "schedule", "trigger", name)).returncode == 0
+            runs = await completed(temporal_client, name, 1 if question == QUESTION else 2)
+        finally:
+            assert (await asyncio.to_thread(cli, worker_env, "schedule", "delete", name)).returncode == 0
+    old, new = runs[0], runs[-1]
+    report = (await temporal_client.get_workflow_handle(new.id).result())["final_report"]
+    assert "What changed since" not in report
+    assert not [c for c in llm.calls() if old.id in json.dumps(c)]  # the old schedule's run reached no request
+
+
+async def test_a_schedule_with_review_waits_and_starts_no_second_run_meanwhile(worker_env, worker, temporal_client):
+    """--review: each scheduled run waits for review; the stated policy, one run
+    at a time, skips the starts that fall while it waits."""
+    from temporalio.client import ScheduleOverlapPolicy
+
+    from client.commands.schedule import CATCHUP_WINDOW
+
+    name = f"reviewed-{time.time_ns() % 10**8}"
+    created = await asyncio.to_thread(
+        cli, worker_env, "schedule", "create", name, QUESTION, "--every", "2s", "--review"
+    )
+    assert created.returncode == 0, created.stderr
+    assert "plans wait for review" in created.stdout
+    try:
+        policy = (await temporal_client.get_schedule_handle(name).describe()).schedule.policy
+        assert policy.overlap == ScheduleOverlapPolicy.SKIP and policy.catchup_window == CATCHUP_WINDOW
+        deadline = time.monotonic() + 60
+        while True:
+            runs = await scheduled_runs(temporal_client, name)
+            if runs and (await temporal_client.get_workflow_handle(runs[0].id).query("status"))["phase"] == (
+                "awaiting_review"
+            ):
+                break
+            assert time.monotonic() < deadline, "the scheduled run never waited for review"
+            await asyncio.sleep(0.3)
+        await asyncio.sleep(6)  # three intervals
+        assert len(await scheduled_runs(temporal_client, name)) == 1  # skipped while the first waits
+        described = await temporal_client.get_schedule_handle(name).describe()
+        assert described.info.num_actions_skipped_overlap >= 2
+    finally:
+        assert (await asyncio.to_thread(cli, worker_env, "schedule", "delete", name)).returncode == 0
+    for run in await scheduled_runs(temporal_client, name):
+        await temporal_client.get_workflow_handle(run.id).terminate("test over")

@@ -20,6 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.exceptions import ApplicationError
 from temporalio.workflow import ParentClosePolicy
 
@@ -36,7 +37,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
         ThreadStatus,
         ThreadTurn,
     )
-    from workflows.models import Message, ModelReply, ModelRequest, ResearchInput, ResearchResult
+    from workflows.models import PHASE_ATTRIBUTE, Message, ModelReply, ModelRequest, ResearchInput, ResearchResult
     from workflows.prior import MAX_PRIOR_FINDINGS, merge_sources
 
 NEEDS_RESEARCH = "[NEEDS_RESEARCH]"
@@ -171,7 +172,15 @@ class FollowUp:
         s.researched += 1
         run_id = f"{self.input.run_id}-ask-research-{s.researched}"
         self.phase, self.research_run = "researching", run_id
-        request = ResearchInput(question=question, max_step_num=2, auto_accept_plan=not review)
+        # The question alone ("who built it?") may not say what it is about: the run's question does.
+        about = s.prior.question[:2000] if s.prior else ""
+        topic = f"{question}\n\n(A follow-up question on earlier research into: {about})" if about else question
+        request = ResearchInput(question=topic, max_step_num=2, auto_accept_plan=not review)
+        attributes = (
+            TypedSearchAttributes([SearchAttributePair(PHASE_ATTRIBUTE, "coordinating")])
+            if self.input.search_attributes
+            else None
+        )
         result: ResearchResult = await workflow.execute_child_workflow(
             "DeepResearch",
             request,
@@ -179,6 +188,8 @@ class FollowUp:
             result_type=ResearchResult,
             parent_close_policy=ParentClosePolicy.ABANDON,
             static_summary=summary(f"follow-up research: {question}"),
+            memo={"question": question[:1000]},  # what `list` and the desk show of it, as of any run
+            search_attributes=attributes,
         )
         self.research_run = None
         s.usage.llm_calls += result.usage.llm_calls

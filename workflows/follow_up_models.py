@@ -14,6 +14,8 @@ ThreadPhase = Literal["loading", "waiting", "answering", "researching", "ended"]
 
 class FollowUpInput(Model):
     run_id: str = Field(min_length=1, max_length=1000)
+    # the server knows ResearchPhase/ResearchTitle: research runs of the thread show them (`list`, Temporal UI)
+    search_attributes: bool = False
 
 
 class ThreadTurn(Model):

@@ -54,6 +54,15 @@ def has_changes_section(report: str) -> bool:
     return CHANGES_HEADING.lower() in report[:3000].lower()
 
 
+def with_changes(report: str, section: str) -> str:
+    """The report opening with ``section``: right after its title (a first
+    line ``# …``) when it has one, so the title stays the report's title."""
+    head, _, rest = report.lstrip("\n").partition("\n")
+    if head.startswith("# "):
+        return f"{head}\n\n{section.strip()}\n\n{rest.lstrip()}"
+    return f"{section.strip()}\n\n{report}"
+
+
 def merge_sources(sources: dict[str, Citation], prior: PriorRun) -> None:
     """The earlier run's sources stay citable (they were retrieved, by it)."""
     for citation in prior.citations:

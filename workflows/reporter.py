@@ -18,7 +18,7 @@ from workflows.box import Box
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.models import Citation, Message, ModelRequest
-    from workflows.prior import CHANGES_HEADING, has_changes_section, reporter_context
+    from workflows.prior import CHANGES_HEADING, has_changes_section, reporter_context, with_changes
 
 _URL = re.compile(r"(?:https?|file)://[^\s)\]>\"'<]+")
 # Linear: a link's text stops at a bracket and its URL at a bracket, a blank
@@ -50,7 +50,7 @@ async def write_report(box: Box, partial: str = "") -> str:
             findings = await _condense_all(box, findings, *oversized)
     report = reply.content
     if state.prior and not has_changes_section(report):
-        report = await _what_changed(box, report) + "\n\n" + report
+        report = with_changes(report, await _what_changed(box, report))
     report = verify_citations(report, list(state.sources.values()))
     if partial and "partial" not in report[:500].lower():
         report = f"> **Partial report:** {partial}; it covers only what was found before.\n\n{report}"

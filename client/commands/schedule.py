@@ -51,9 +51,10 @@ def check_name(name: str) -> str:
 
 async def main(args: argparse.Namespace) -> int:
     conn = connection(args)
-    client = await connect(conn)
     if args.action == "create":
-        return await create(client, conn, args)
+        spec = timing(args)  # bad input: one line before anything connects
+        return await create(await connect(conn), conn, args, spec)
+    client = await connect(conn)
     if args.action == "list":
         return await list_schedules(client)
     handle = client.get_schedule_handle(check_name(args.name))
@@ -76,22 +77,41 @@ async def main(args: argparse.Namespace) -> int:
     return 0
 
 
-async def create(client, conn, args: argparse.Namespace) -> int:
+def timing(args: argparse.Namespace):
+    """The schedule's spec from ``--every`` or ``--cron`` (the server checks a
+    cron expression's fields); one clear line when it cannot be one."""
+    from temporalio.client import ScheduleIntervalSpec, ScheduleSpec
+
+    check_name(args.name)
+    if args.every is not None:
+        return ScheduleSpec(intervals=[ScheduleIntervalSpec(every=parse_every(args.every))])
+    cron = (args.cron or "").strip()
+    if not cron:
+        raise CliError("--cron: give a cron expression such as '0 8 * * MON-FRI'")
+    return ScheduleSpec(cron_expressions=[cron])
+
+
+async def create(client, conn, args: argparse.Namespace, spec) -> int:
     from temporalio.client import (
         Schedule,
         ScheduleActionStartWorkflow,
         ScheduleAlreadyRunningError,
-        ScheduleIntervalSpec,
         ScheduleOverlapPolicy,
         SchedulePolicy,
-        ScheduleSpec,
     )
+    from temporalio.common import SearchAttributePair, TypedSearchAttributes
+    from temporalio.service import RPCError, RPCStatusCode
 
-    name = check_name(args.name)
-    spec = (
-        ScheduleSpec(intervals=[ScheduleIntervalSpec(every=parse_every(args.every))])
-        if args.every
-        else ScheduleSpec(cron_expressions=[args.cron.strip()])
+    from client.runs import FIRST_PHASE
+    from infra.search_attributes import search_attributes_ready
+    from workflows.models import PHASE_ATTRIBUTE
+
+    name = args.name
+    # Each run shows its phase and title in `list` and the Temporal UI, as a run `start`ed does.
+    attributes = (
+        TypedSearchAttributes([SearchAttributePair(PHASE_ATTRIBUTE, FIRST_PHASE)])
+        if await search_attributes_ready(client.service_client, conn.namespace)
+        else TypedSearchAttributes.empty
     )
     request = research_input(args).model_copy(update={"schedule": name, "auto_accept_plan": not args.review})
     memo = run_memo(request) | {"schedule": name}
@@ -103,12 +123,17 @@ async def create(client, conn, args: argparse.Namespace) -> int:
         memo=memo,
         static_summary=run_summary(request),
         static_details=run_details(request),
+        typed_search_attributes=attributes,
     )
     policy = SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP, catchup_window=CATCHUP_WINDOW)
     try:
         await client.create_schedule(name, Schedule(action=action, spec=spec, policy=policy))
     except ScheduleAlreadyRunningError:
         raise CliError(f"a schedule named {name!r} already exists (delete it first, or choose another name)") from None
+    except RPCError as err:
+        if err.status != RPCStatusCode.INVALID_ARGUMENT or not args.cron:
+            raise
+        raise CliError(f"--cron {args.cron!r}: {err.message}") from None
     when = f"every {args.every}" if args.every else f"on cron {args.cron!r}"
     print(
         f"schedule {name} created: {when}, each run builds on the last completed one and opens with what changed; "
@@ -132,7 +157,9 @@ async def schedule_rows(client) -> list[dict]:
                 "state": "paused" if described.schedule.state.paused else "active",
                 "runs": info.num_actions,
                 "last": info.recent_actions[-1].action.workflow_id if info.recent_actions else "-",
-                "next": info.next_action_times[0].isoformat(timespec="seconds") if info.next_action_times else "-",
+                "next": info.next_action_times[0].isoformat(timespec="seconds")
+                if info.next_action_times and not described.schedule.state.paused
+                else "-",
             }
         )
     return rows
