@@ -329,3 +329,43 @@ async def test_a_judge_that_fails_leaves_the_task_unjudged_not_failed(eval_env, 
         and "the judge failed" in judge["problem"]
         and "no such judge model" in judge["problem"]
     )
+
+
+async def test_cancelling_a_suite_cancels_its_running_task_and_starts_no_other(
+    eval_env, temporal_client, model: RecordingLLM, tmp_path: Path
+):
+    tasks, corpus = write_suite(tmp_path)
+    out = tmp_path / "result.json"
+    gate = model.handler = Gate(model.handler, "reporter", n=1)
+    command = eval_command(tasks, corpus, out, "--concurrency", "1")
+    running = subprocess.Popen(
+        command, env=eval_env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    printed: list[str] = []
+    threading.Thread(target=lambda: printed.extend(running.stdout), daemon=True).start()
+    try:
+        await gate.wait_reached(120)
+        suite_id = next(m.group(1) for line in printed if (m := re.match(r"suite (\S+):", line)))
+        cancel = [sys.executable, "-m", "client.cli", "cancel", suite_id]
+        said = await asyncio.to_thread(subprocess.run, cancel, env=eval_env, cwd=ROOT, capture_output=True, text=True)
+        assert said.returncode == 0, said.stderr
+        assert said.stdout.strip() == (
+            f"cancel requested for {suite_id}: the suite stops; its research runs still going are cancelled "
+            "(each writes a partial report) and no further task starts"
+        )
+        gate.release()  # the report asked before the cancel may answer now: the run is cancelled anyway
+        first = f"{suite_id}-harbour-r1"
+        result = await temporal_client.get_workflow_handle(first, result_type=ResearchResult).result()
+        assert result.status == "cancelled" and result.final_report.strip()
+        await asyncio.to_thread(running.wait, 120)
+    finally:
+        gate.release()
+        if running.poll() is None:
+            running.kill()
+    assert running.returncode == 1, "".join(printed)
+    assert printed[-1].strip() == (
+        f"error: evaluation suite {suite_id} was cancelled: 0 of 3 task run(s) had finished; "
+        "the same `eval` command runs it anew"
+    ), printed[-3:]
+    started = [w.id async for w in temporal_client.list_workflows(f'WorkflowId STARTS_WITH "{suite_id}-"')]
+    assert started == [first], started

@@ -14,6 +14,7 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.workflow import ParentClosePolicy
 
 from workflows.activity_calls import MODEL_CALL, failure_reason
 
@@ -38,6 +39,15 @@ JUDGE_REPORT_CHARS = 60_000  # what of a report the judge reads
 
 def child_id(suite_id: str, task_id: str, run: int) -> str:
     return f"{suite_id}-{task_id}-r{run}"
+
+
+def children_on_close() -> ParentClosePolicy:
+    """A cancelled suite ends at once (the SDK does not wait for its children):
+    its running research runs are then asked to cancel, so each writes a
+    partial report, instead of being terminated without one."""
+    if workflow.patched("eval-children-cancel"):
+        return ParentClosePolicy.REQUEST_CANCEL
+    return ParentClosePolicy.TERMINATE
 
 
 def task_input(request: EvalSuiteInput, task: EvalTask) -> ResearchInput:
@@ -74,6 +84,7 @@ class EvalSuite:
                     id=run_id,
                     result_type=ResearchResult,
                     memo={"question": task.question[:1000]},
+                    parent_close_policy=children_on_close(),
                 )
             except ChildWorkflowError as err:
                 error = failure_reason(err)

@@ -22,11 +22,22 @@ async def main(args: argparse.Namespace) -> int:
             f"see `{cli_name()} result {args.workflow_id}`"
         )
     await handle.cancel()
-    print(
-        f"cancel requested for {args.workflow_id}: it writes a partial report from what it found; "
-        f"get it with `{cli_name()} result {args.workflow_id}`"
-    )
+    print(f"cancel requested for {args.workflow_id}: {what_follows(described.workflow_type, args.workflow_id)}")
     return 0
+
+
+def what_follows(workflow_type: str | None, workflow_id: str) -> str:
+    """What a cancel does to a workflow of this type, in the words of its user."""
+    if workflow_type == "EvalSuite":
+        return (
+            "the suite stops; its research runs still going are cancelled "
+            "(each writes a partial report) and no further task starts"
+        )
+    if workflow_type == "FollowUp":
+        return "the thread ends; no further question is answered"
+    if workflow_type in ("Podcast", "Slides", "Prose"):
+        return f"the {workflow_type.lower()} stops unfinished; the report it came from is untouched"
+    return f"it writes a partial report from what it found; get it with `{cli_name()} result {workflow_id}`"
 
 
 def ended(described) -> str | None:

@@ -40,6 +40,7 @@ from infra.temporal import connect
 from workflows.eval_models import EvalProgress, EvalSuiteInput, EvalSuiteResult
 
 POLL_SECONDS = 0.5
+CANCEL_WAIT_SECONDS = 120.0  # how long a cancelled suite's runs may take to write their partial reports
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -122,6 +123,9 @@ async def run_suite(args, console, suite, request: EvalSuiteInput, base: Setting
         handle = await start_or_attach(client, conn, request, workflow_id, console)
         try:
             result = await follow(handle, worker, console)
+        except SuiteCancelled as cancelled:
+            await finish_cancelled(client, cancelled.progress, console)
+            raise CliError(f"evaluation suite {workflow_id} was cancelled: {cancelled.summary()}") from None
         except asyncio.CancelledError:
             console.print(
                 f"\nThe suite {workflow_id} waits durably; run the same command again to finish it.", markup=False
@@ -154,9 +158,41 @@ async def start_or_attach(client, conn, request: EvalSuiteInput, workflow_id: st
     return handle
 
 
+class SuiteCancelled(Exception):
+    """The suite was cancelled (`deepresearch cancel`), with its last progress."""
+
+    def __init__(self, progress: EvalProgress | None) -> None:
+        super().__init__("cancelled")
+        self.progress = progress
+
+    def summary(self) -> str:
+        done, total = (self.progress.done, self.progress.total) if self.progress else (0, "?")
+        return f"{done} of {total} task run(s) had finished; the same `eval` command runs it anew"
+
+
+async def finish_cancelled(client, progress: EvalProgress | None, console) -> None:
+    """A cancelled suite ends at once and asks its running research runs to
+    cancel: they need this process's worker to write their partial reports,
+    so it serves them until they have ended (a bounded wait)."""
+    running = progress.running if progress else []
+    if not running:
+        return
+    console.print(f"\nthe suite was cancelled; ending its running task run(s): {', '.join(running)}", markup=False)
+
+    async def ended(run_id: str) -> None:
+        try:
+            await client.get_workflow_handle(run_id).result()
+        except Exception:  # noqa: BLE001 - cancelled, failed: ended either way
+            pass
+
+    await asyncio.wait([asyncio.ensure_future(ended(r)) for r in running], timeout=CANCEL_WAIT_SECONDS)
+
+
 async def follow(handle, worker: asyncio.Task, console) -> EvalSuiteResult:
     """A progress bar until the suite ends; the worker's failure ends it too."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from temporalio.client import WorkflowFailureError
+    from temporalio.exceptions import CancelledError as TemporalCancelledError
 
     outcome = asyncio.ensure_future(handle.result())
     with Progress(
@@ -168,6 +204,7 @@ async def follow(handle, worker: asyncio.Task, console) -> EvalSuiteResult:
         transient=False,
     ) as bar:
         line = bar.add_task("tasks", total=None)
+        progress = None
         try:
             while not outcome.done():
                 if worker.done():
@@ -183,6 +220,11 @@ async def follow(handle, worker: asyncio.Task, console) -> EvalSuiteResult:
         finally:
             if not outcome.done():
                 outcome.cancel()
-        result = outcome.result()
+        try:
+            result = outcome.result()
+        except WorkflowFailureError as err:
+            if isinstance(err.cause, TemporalCancelledError):
+                raise SuiteCancelled(progress) from None
+            raise
         bar.update(line, total=len(result.records), completed=len(result.records), description="tasks done")
     return result
