@@ -138,7 +138,7 @@ def build_parser() -> Parser:
     shape = result.add_mutually_exclusive_group()
     shape.add_argument("--format", choices=FORMATS, help=FORMAT_HELP)
     shape.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
-    result.add_argument("-o", "--output", type=Path, help="write it to this file instead")
+    result.add_argument("-o", "--output", type=Path, help="write it to this file instead (- for standard output)")
 
     listing = command("list", "list_runs:main", "recent runs with their status")
     listing.add_argument("--limit", type=int, default=20, help="how many (default 20)")

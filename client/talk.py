@@ -4,6 +4,7 @@ the models are loaded where used), so the quick `status` can use it."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -64,6 +65,18 @@ def waiting_for_worker(conn: Connection) -> str:
 
 def exit_code(result: ResearchResult) -> int:
     return 1 if result.status == "plan_failed" else 0
+
+
+def save(path: Path, content: str | bytes, said: str = "saved to") -> None:
+    """Write a file and say where; ``-`` writes it to standard output instead
+    (``result ID --format pdf -o - | ...``), saying nothing."""
+    if str(path) == "-":
+        data = content if isinstance(content, bytes) else content.encode("utf-8")
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    print(f"{said} {write_file(path, content)}")
 
 
 def write_file(path: Path, content: str | bytes) -> Path:

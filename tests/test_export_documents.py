@@ -177,6 +177,12 @@ def test_result_writes_pdf_and_docx_of_a_real_run(worker_env, script, tmp_path, 
     data = (tmp_path / "r.pdf").read_bytes()
     assert data.startswith(b"%PDF")
     assert {c["url"] for c in report["citations"]} <= set(pdf_links(data))
+    piped = subprocess.run(  # -o -: the bytes on standard output, nothing else there, no file named "-"
+        [str(BIN / "deepresearch"), "result", run_id, "--format", "pdf", "-o", "-"],
+        env=worker_env, capture_output=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert piped.returncode == 0 and piped.stdout.startswith(b"%PDF") and piped.stdout.rstrip().endswith(b"%%EOF")
+    assert not (tmp_path / "-").exists()
     word = cli(worker_env, "result", run_id, "--format", "docx")  # no -o: saved beside the other reports
     assert word.returncode == 0, word.stderr
     saved = data_dir / "reports" / f"{run_id}.docx"

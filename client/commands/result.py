@@ -10,7 +10,7 @@ from client.errors import CliError, failure_message
 from client.ids import may_be_side_output
 from client.options import BINARY_FORMATS, connection, output_format, report_path
 from client.side_outputs import RESULT_TYPES, SIDE_TYPES
-from client.talk import QUERY_TIMEOUT, exit_code, write_file
+from client.talk import QUERY_TIMEOUT, exit_code, save
 from infra.temporal import connect
 from workflows.failures import partial_report
 from workflows.models import ResearchResult
@@ -46,7 +46,7 @@ async def main(args: argparse.Namespace) -> int:
     text = render(result, fmt)
     if args.output or fmt in BINARY_FORMATS:  # a PDF or Word file is never printed to the terminal
         path = args.output or report_path(args, conn.data_dir / "reports", args.workflow_id)[0]
-        print(f"saved to {write_file(path, text)}")
+        save(path, text)
     elif fmt == "md":
         print_report(make_console(), text)
     else:
@@ -56,7 +56,7 @@ async def main(args: argparse.Namespace) -> int:
 
 def show_partial(report: str, output: Path | None) -> None:
     if output:
-        print(f"partial report saved to {write_file(output, report)}")
+        save(output, report, "partial report saved to")
     else:
         print_report(make_console(), report)
 
@@ -92,7 +92,7 @@ async def thread_result(client, args: argparse.Namespace) -> int:
     else:
         text = thread_markdown(status)
     if args.output:
-        print(f"saved to {write_file(args.output, text)}")
+        save(args.output, text)
     elif fmt == "md":
         print_report(make_console(), text)
     else:
