@@ -1,29 +1,50 @@
-"""What the CLI writes reaches the terminal without C1 control characters.
+"""What the CLI writes reaches the terminal without hostile control characters.
 
 Text from runs is cleaned on its way in (``workflows.clean.clean_text``), but
 a terminal also shows what never passed through a data model: run ids,
-failure messages, memo text of other runs. U+0080–U+009F (U+009B is a
-terminal's CSI, as ESC [ is) are taken out of everything the CLI writes to
-stdout and stderr; U+0085 (NEL) becomes a newline. Rich's colours use 7-bit
-ESC sequences and are untouched.
+failure messages, memo text and search attributes of other runs. Out of
+everything the CLI writes to stdout and stderr:
+
+- U+0080–U+009F (U+009B is a terminal's CSI, as ESC [ is) are taken out;
+  U+0085 (NEL) becomes a newline;
+- C0 controls but tab, newline and carriage return are taken out;
+- an ESC stays only where it starts a CSI sequence (Rich's colours and its
+  live panel's cursor moves) or an OSC 8 hyperlink (Rich's links); any other
+  (OSC 52 writing the clipboard, OSC 0/2 setting the window title, DCS, ...)
+  is taken out, so what followed it shows as plain text.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import TextIO
 
 C1 = {code: None for code in range(0x80, 0xA0)} | {0x85: "\n"}
+C0 = {code: None for code in range(0x20) if code not in (0x09, 0x0A, 0x0D, 0x1B)} | {0x7F: None}
+CONTROLS = C1 | C0
+# Linear: a CSI's parameter, intermediate and final bytes are disjoint classes; a link is bounded.
+_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\]8;[^\x07\x1b]{0,4096}(?:\x1b\\|\x07))?")
+
+
+def _kept(found: re.Match) -> str:
+    return found.group(0) if len(found.group(0)) > 1 else ""
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` without the controls above."""
+    text = text.translate(CONTROLS)
+    return _ESCAPE.sub(_kept, text) if "\x1b" in text else text
 
 
 class C1Free:
-    """A text stream that writes through to ``stream`` without C1 controls."""
+    """A text stream that writes through to ``stream`` without hostile controls."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        self._stream.write(text.translate(C1))
+        self._stream.write(terminal_safe(text))
         return len(text)
 
     def __getattr__(self, name: str):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -93,3 +94,29 @@ def test_no_c1_control_reaches_the_terminal_from_the_cli():
         timeout=60,
     )
     assert cli.returncode == 0 and b"status" in cli.stdout
+
+
+def test_an_id_s_escape_sequences_never_reach_the_terminal_but_rich_s_colours_do():
+    """Another user's run id, title or memo may hold ESC sequences: OSC 52
+    (writes the clipboard), OSC 0 (the window title), DCS, shift-out. The
+    CLI's output keeps Rich's own colours and links, and nothing else."""
+    hostile = "run\x1b]52;c;ZXZpbA==\x07-\x1b]0;pwned\x1b\\-\x1bP1q\x1b\\-\x0e-\x7f-x\x1b"
+    code = (
+        "from client.terminal_text import guard_terminal; guard_terminal()\n"
+        "from rich.console import Console; from rich.table import Table\n"
+        "console = Console(force_terminal=True, color_system='standard', width=200)\n"
+        f"table = Table('id'); table.add_row({hostile!r}); console.print(table)\n"
+        "console.print('[red]alarm[/red] [link=https://example.org/a]a link[/link]')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode()
+    assert "run]52;c;ZXZpbA==-]0;pwned\\-P1q\\---x" in out  # shown as text, not obeyed
+    escapes = re.findall(r"\x1b(.)", out)
+    assert set(escapes) <= {"[", "]", "\\"}
+    assert "\x1b]8;id=" in out and "https://example.org/a" in out  # Rich's link
+    assert "\x1b[31malarm" in out  # Rich's colour
+    assert not re.search(r"\x1b\](?!8;)", out)  # no OSC but links
+    assert not any(c in out for c in "\x0e\x07\x7f")
