@@ -207,3 +207,39 @@ async def test_a_correct_bearer_token_wins_over_a_stale_cookie(worker_env, tmp_p
         assert (await http.get(f"{base}/api/runs", headers=stale)).status_code == 401
         wrong = stale | {"Authorization": "Bearer nope"}
         assert (await http.get(f"{base}/api/runs", headers=wrong)).status_code == 401
+
+
+async def test_a_run_whose_id_holds_a_slash_opens_on_the_desk(worker_env, script, tmp_path, http):
+    """Any id Temporal accepts is a run id: one with "/" (sent as %2F, which
+    the server decodes) and other scripts opens, downloads, and links to the
+    Temporal UI by its quoted id."""
+    from urllib.parse import quote
+
+    from testkit.worker_process import WorkerProcess
+
+    run_id = "team/a b/研究"
+    with WorkerProcess(worker_env, tmp_path / "worker.log"):
+        started = subprocess.run(
+            [str(CLI), "start", QUESTION, "--auto-accept", "--id", run_id],
+            env=worker_env,
+            capture_output=True,
+            text=True,
+        )
+        assert started.returncode == 0, started.stderr
+        done = subprocess.run([str(CLI), "result", run_id], env=worker_env, capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, done.stderr
+        with desk_process(worker_env, tmp_path) as (base, _port):
+            quoted = quote(run_id, safe="")
+            page = await http.get(f"{base}/runs/{quoted}")
+            assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+            shown = await http.get(f"{base}/api/runs/{quoted}")
+            assert shown.status_code == 200, shown.text
+            data = shown.json()
+            assert data["id"] == run_id and data["result"]["status"] == "completed"
+            assert data["temporal_ui"].endswith(f"/workflows/{quoted}")
+            report = await http.get(f"{base}/api/runs/{quoted}/report.md")
+            assert report.status_code == 200 and "Lantern Rock" in report.text
+            slides = await http.get(f"{base}/api/runs/{quoted}/slides")  # the run's slides, none made yet
+            assert slides.status_code == 404 and slides.json()["error"].endswith(f"{run_id}-slides'")
+            other = await http.get(f"{base}/api/runs/{quote('team/a b', safe='')}")
+            assert other.status_code == 404 and "there is no run with id 'team/a b'" in other.json()["error"]

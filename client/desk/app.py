@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -64,6 +65,7 @@ from workflows.models import (
     RunStatus,
 )
 
+SIDE = ("podcast", "slides")  # the side outputs the desk makes
 PHASES = ("coordinating", "clarifying", "investigating", "planning", "awaiting_review", "researching", "reporting")
 MEDIA = {
     "md": "text/markdown; charset=utf-8",
@@ -96,20 +98,22 @@ def create_app(
     desk.resource_dirs = list(resource_dirs)
     routes = [
         Route("/", desk.page),
-        Route("/runs/{run_id}", desk.page),
+        # A run id may hold "/" (sent as %2F, which the server decodes): ids match as
+        # paths, the routes with a fixed ending first, the run itself last.
+        Route("/runs/{run_id:path}", desk.page),
         Route("/static/{name}", desk.static),
         Route("/api/health", desk.health),
         Route("/api/runs", desk.list_runs, methods=["GET"]),
         Route("/api/runs", desk.start, methods=["POST"]),
-        Route("/api/runs/{run_id}", desk.run),
-        Route("/api/runs/{run_id}/events", desk.events),
-        Route("/api/runs/{run_id}/review", desk.review, methods=["POST"]),
-        Route("/api/runs/{run_id}/answer", desk.answer, methods=["POST"]),
-        Route("/api/runs/{run_id}/cancel", desk.cancel, methods=["POST"]),
-        Route("/api/runs/{run_id}/report.{fmt}", desk.download),
-        Route("/api/runs/{run_id}/ask", desk.ask, methods=["POST"]),
         Route("/api/schedules", desk.schedules),
-        Route("/api/runs/{run_id}/{kind:str}", desk.side_output, methods=["GET", "POST"]),
+        Route("/api/runs/{run_id:path}/events", desk.events),
+        Route("/api/runs/{run_id:path}/review", desk.review, methods=["POST"]),
+        Route("/api/runs/{run_id:path}/answer", desk.answer, methods=["POST"]),
+        Route("/api/runs/{run_id:path}/cancel", desk.cancel, methods=["POST"]),
+        Route("/api/runs/{run_id:path}/report.{fmt}", desk.download),
+        Route("/api/runs/{run_id:path}/ask", desk.ask, methods=["POST"]),
+        *(Route(f"/api/runs/{{run_id:path}}/{kind}", desk.side_output, methods=["GET", "POST"]) for kind in SIDE),
+        Route("/api/runs/{run_id:path}", desk.run),
     ]
     app = Starlette(routes=routes)
     app.add_middleware(Guard, token=desk.token, hosts=hosts)
@@ -206,7 +210,7 @@ class Desk:
         out: dict[str, Any] = {
             "id": run_id,
             "workflow_status": described.status.name.lower() if described.status else "unknown",
-            "temporal_ui": f"{self.temporal_ui}/namespaces/{self.conn.namespace}/workflows/{run_id}"
+            "temporal_ui": f"{self.temporal_ui}/namespaces/{self.conn.namespace}/workflows/{quote(run_id, safe='')}"
             if self.temporal_ui
             else None,
         }
@@ -343,9 +347,7 @@ class Desk:
         return await self._answer(fetch)
 
     async def side_output(self, request: Request) -> Response:
-        run_id, kind = request.path_params["run_id"], request.path_params["kind"]
-        if kind not in ("podcast", "slides"):
-            return JSONResponse({"error": "not found"}, 404)
+        run_id, kind = request.path_params["run_id"], request.url.path.rsplit("/", 1)[1]
 
         async def make() -> dict:
             client = await self.client()
