@@ -147,8 +147,20 @@ def test_without_a_token_it_refuses_to_serve_beyond_loopback():
     ]
 
 
-def test_without_a_token_on_loopback_it_says_so():
-    with service_process(service_env()) as (_url, proc):
+def test_without_a_token_it_refuses_unless_told_and_then_says_so():
+    done = subprocess.run(
+        [sys.executable, "-m", "activities.sandbox.service", "--port", str(free_port())],
+        env=service_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "sandbox service: refusing to serve without a token: any local user could run code here; set "
+        "DEEPRESEARCH_SANDBOX_TOKEN (on the workers too), or give --no-token to allow that on loopback"
+    ]
+    with service_process(service_env(), "--no-token") as (_url, proc):
         proc.terminate()
         said = proc.stdout.read().decode()
     assert "no DEEPRESEARCH_SANDBOX_TOKEN: serving loopback only, where any local user can run code here" in said
@@ -159,7 +171,7 @@ async def test_without_a_token_no_web_page_can_run_code_here():
     body is ``text/plain`` or a form, and can rebind its own name to
     127.0.0.1: neither reaches the sandbox of a service with no token."""
     body = json.dumps({"session": "page", "code": "print('ran')"}).encode()
-    with service_process(service_env()) as (url, _proc):
+    with service_process(service_env(), "--no-token") as (url, _proc):
         port = url.rsplit(":", 1)[1]
         async with httpx.AsyncClient(trust_env=False, timeout=30) as http:
             for headers in (

@@ -7,8 +7,9 @@ It runs ``LocalSandbox`` (as root in its own container: namespaces and a uid
 per session) and holds no keys; put it on a network with no way out (see
 docker-compose.yml). Workers reach it with ``DEEPRESEARCH_SANDBOX=remote`` and
 ``DEEPRESEARCH_SANDBOX_URL``; ``DEEPRESEARCH_SANDBOX_TOKEN``, set on both, must
-come with every request. Without a token it serves loopback only (and says
-so), and only to loopback host names (a page in a browser that rebinds its
+come with every request. Without a token it refuses to start, unless told
+``--no-token``: then it serves loopback only (and says that any local user
+can run code there), and only to loopback host names (a page in a browser that rebinds its
 own name to 127.0.0.1 is refused). A POST must say ``Content-Type:
 application/json``: a browser sends that cross-site only after a preflight
 this service never grants, so no web page can run code here through a
@@ -179,12 +180,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8090)
     parser.add_argument("--max-sessions", type=int, help=f"sessions open at once ({MAX_SESSIONS_ENV}; default 4)")
+    parser.add_argument(
+        "--no-token",
+        action="store_true",
+        help=f"serve loopback without {TOKEN_ENV}: any local user can then run code here",
+    )
     args = parser.parse_args(argv)
     token = (os.environ.get(TOKEN_ENV) or "").strip() or None
     if not token and not is_loopback(args.host):
         print(
             f"sandbox service: refusing to serve {args.host} without a token: anyone who reaches it could run "
             f"code; set {TOKEN_ENV} (on the workers too), or bind to 127.0.0.1",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    if not token and not args.no_token:
+        print(
+            f"sandbox service: refusing to serve without a token: any local user could run code here; set "
+            f"{TOKEN_ENV} (on the workers too), or give --no-token to allow that on loopback",
             file=sys.stderr,
         )
         raise SystemExit(2)
