@@ -102,7 +102,8 @@ def build_worker(
     crawl = CrawlActivities(blobs, allow_private=settings.allow_private_urls, only=settings.crawl_only)
     code = SandboxActivities(sandbox, blobs)
     docs = LocalDocsActivities(settings.data_dir, shared_indexes())
-    mcp = McpActivities(load_mcp_config(data_dir=settings.data_dir), blobs)  # ConfigError: one line, at worker start
+    mcp_config = load_mcp_config(data_dir=settings.data_dir) if settings.mcp else None  # ConfigError: one line
+    mcp = McpActivities(mcp_config, blobs)
     speech = SpeechActivities(settings, blobs)
     deck = DeckActivities(blobs)
     worker = Worker(

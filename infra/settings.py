@@ -174,6 +174,8 @@ class Settings:
     allow_private_urls: bool = False
     # When set, the only web origins the crawl tool fetches (``deepresearch eval``: its offline web).
     crawl_only: tuple[str, ...] = ()
+    # Whether the worker offers the user's MCP servers (``deepresearch eval``: no, its runs stay offline).
+    mcp: bool = True
     model_timeout: float = 300.0  # seconds for one model HTTP call
     tool_calling: str = "native"  # or "json": tools described in the prompt
     tts_model: str = DEFAULT_TTS_MODEL  # the podcast's speech model

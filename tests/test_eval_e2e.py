@@ -282,6 +282,21 @@ async def test_runs_and_only(eval_env, temporal_client, tmp_path: Path):
     ]
 
 
+async def test_the_eval_offers_its_runs_no_mcp_server_of_the_user(eval_env, data_dir: Path, tmp_path: Path):
+    """An MCP server in the user's data dir could reach beyond the offline
+    web: the eval's worker neither starts it nor offers its tools."""
+    marker = tmp_path / "mcp-server-started"
+    server = {"command": sys.executable, "args": ["-c", f"open({str(marker)!r}, 'w').close()"]}
+    (data_dir / "mcp.json").write_text(json.dumps({"servers": {"web": server | {"agents": ["researcher", "coder"]}}}))
+    tasks, corpus = write_suite(tmp_path)
+    out = tmp_path / "result.json"
+    command = eval_command(tasks, corpus, out, "--only", "harbour")
+    done = subprocess.run(command, env=eval_env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert json.loads(out.read_text())["tasks"][0]["status"] == "completed"
+    assert not marker.exists(), "the eval started the user's MCP server"
+
+
 async def test_eval_without_a_key_uses_a_local_model_server_as_run_does(eval_env, temporal_client, tmp_path: Path):
     """No OPENAI_API_KEY: `eval` finds a local server as `run` and `worker` do,
     says which, and every task's model calls go to it."""

@@ -95,7 +95,7 @@ def run_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def eval_settings(base: Settings, web_url: str, judge_model: str | None) -> Settings:
     """The user's model settings, with search and crawling on the offline web
-    and nowhere else (and the judge's model when one is asked for)."""
+    and nowhere else, no MCP servers (and the judge's model when one is asked for)."""
     models, windows = dict(base.models), dict(base.context_windows)
     if judge_model:
         models[JUDGE_ROLE] = judge_model
@@ -112,6 +112,7 @@ def eval_settings(base: Settings, web_url: str, judge_model: str | None) -> Sett
         exclude_domains=(),
         allow_private_urls=True,  # the offline web is on loopback ...
         crawl_only=(web_url,),  # ... and the only web the runs may read
+        mcp=False,  # the user's MCP servers could reach beyond it
     )
 
 
