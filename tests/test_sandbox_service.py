@@ -132,31 +132,28 @@ async def test_malformed_json_is_a_clear_400(service):
             assert reply.status_code == 400 and reply.json()["error"] == "send a JSON object"
 
 
-def test_without_a_token_it_refuses_to_serve_beyond_loopback():
+def refusal(*args: str) -> list[str]:
+    """What the service says when it will not start without a token (exit 2)."""
     done = subprocess.run(
-        [sys.executable, "-m", "activities.sandbox.service", "--host", "0.0.0.0", "--port", str(free_port())],
+        [sys.executable, "-m", "activities.sandbox.service", "--port", str(free_port()), *args],
         env=service_env(),
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [
+    assert done.returncode == 2, done.stdout + done.stderr
+    return done.stderr.strip().splitlines()
+
+
+def test_without_a_token_it_refuses_to_serve_beyond_loopback():
+    assert refusal("--host", "0.0.0.0") == [
         "sandbox service: refusing to serve 0.0.0.0 without a token: anyone who reaches it could run code; "
         "set DEEPRESEARCH_SANDBOX_TOKEN (on the workers too), or bind to 127.0.0.1"
     ]
 
 
 def test_without_a_token_it_refuses_unless_told_and_then_says_so():
-    done = subprocess.run(
-        [sys.executable, "-m", "activities.sandbox.service", "--port", str(free_port())],
-        env=service_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [
+    assert refusal() == [
         "sandbox service: refusing to serve without a token: any local user could run code here; set "
         "DEEPRESEARCH_SANDBOX_TOKEN (on the workers too), or give --no-token to allow that on loopback"
     ]
