@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from testkit.llm_server import Reply, last_user
@@ -109,7 +110,21 @@ def run_cli(env: dict, *args: str) -> str:
     return done.stdout + done.stderr
 
 
-async def test_a_failing_coder_still_closes_its_sandbox_session(temporal_client, task_queue, worker, llm, script):
+@pytest.fixture
+async def sandbox(temporal_client, worker_env, task_queue, script):
+    """A worker like the others, whose sandbox the test can look into."""
+    from infra.settings import Settings
+    from worker import build_worker
+
+    worker, held = build_worker(temporal_client, Settings.from_env(worker_env), task_queue, max_cached_workflows=0)
+    try:
+        async with worker:
+            yield held.sandbox
+    finally:
+        await held.close_all()
+
+
+async def test_a_failing_coder_still_closes_its_sandbox_session(temporal_client, task_queue, sandbox, llm, script):
     def coder(request):
         if not any(m.get("role") == "tool" for m in request["messages"]):
             return Reply(tool_calls=[("run_python", {"code": "raise SystemExit('no luck')"})])
@@ -121,21 +136,21 @@ async def test_a_failing_coder_still_closes_its_sandbox_session(temporal_client,
     await keep_history(handle, "failing_coder_closed")
     scheduled = scheduled_activities(json.loads((await handle.fetch_history()).to_json()))
     assert "run_python" in scheduled and "close_sandbox" in scheduled
+    assert sandbox.open_sessions() == set()  # its process is gone, not left to the 15-minute idle reaper
 
 
-async def test_a_cancelled_coder_closes_its_sandbox_session(temporal_client, task_queue, worker, llm, script):
+async def test_a_cancelled_coder_closes_its_sandbox_session(temporal_client, task_queue, sandbox, llm, script):
     script.coder = lambda request: Reply(tool_calls=[("run_python", {"code": "import time\ntime.sleep(120)"})])
     script.steps = [("Compute the sum of squares", "processing")]
     handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
     async with asyncio.timeout(60):
-        while not any(
-            a.activity_type.name == "run_python" for a in (await handle.describe()).raw_description.pending_activities
-        ):
+        while not sandbox.open_sessions():
             await asyncio.sleep(0.2)
     await handle.cancel()
     result = await handle.result()
     assert result.status == "cancelled"
     assert "close_sandbox" in scheduled_activities(json.loads((await handle.fetch_history()).to_json()))
+    assert sandbox.open_sessions() == set()
 
 
 def scheduled_activities(history: dict) -> list[str]:
