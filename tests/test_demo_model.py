@@ -136,6 +136,22 @@ def test_a_name_in_the_question_counts_only_whole():
     assert "16 turbines" in found and "Hallow Point" not in found
 
 
+def test_a_table_read_without_its_header_still_renders_as_a_table():
+    """An HTML table of labels and values comes out of the page as rows with
+    no header rule: the findings give it an empty header so it renders."""
+    from markdown_it import MarkdownIt
+
+    from client.demo.text import findings
+
+    page = (
+        "# Carrick Bank\n\nThe Carrick Bank turbines and who makes them:\n\n"
+        "| Turbines | 48 |\n| Turbine manufacturer | Haldane Turbine Works |\n"
+    )
+    found = findings("Who makes the Carrick Bank turbines?", [("crawl", {"url": "http://127.0.0.1:1/cb.html"}, page)])
+    html = MarkdownIt().enable("table").render(found)
+    assert "<td>Turbine manufacturer</td>" in html and "<td>Haldane Turbine Works</td>" in html
+
+
 async def test_coder_computes_growth_from_a_table(model):
     from client.demo.text import program_for
 

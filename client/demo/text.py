@@ -181,6 +181,20 @@ def _tables(text: str) -> list[tuple[str, list[str]]]:
     return found
 
 
+def with_header(rows: list[str]) -> list[str]:
+    """Rows that make a markdown table: a page's table read without its header
+    (an HTML table of label and value) gets an empty one, so it renders."""
+    if len(rows) >= 2 and _is_rule(rows[1]):
+        return rows
+    width = max(0, rows[0].strip().strip("|").count("|")) + 1 if rows else 1
+    return ["|" + "   |" * width, "|" + "---|" * width, *(r for r in rows if not _is_rule(r))]
+
+
+def _is_rule(row: str) -> bool:
+    """A header rule such as ``|---|:--:|``."""
+    return "-" in row and not row.replace("|", "").replace("-", "").replace(":", "").strip()
+
+
 def _score(wanted: set[str], text: str) -> float:
     have = set(terms(text))
     return len(wanted & have) + (0.5 if _NUMBER.search(text) else 0.0)
@@ -223,7 +237,7 @@ def findings(query: str, made: list[tuple[str, dict, str]]) -> str:
     lines = ["## Findings", ""]
     lines += [f"- {unit} [{title}]({url})" for _, _, _, unit, url, title in chosen]
     for _, _, rows, url, title in picked_tables:
-        lines += ["", f"Table from [{title}]({url}):", "", *rows]
+        lines += ["", f"Table from [{title}]({url}):", "", *with_header(rows)]
     used = list(dict.fromkeys([(u[4], u[5]) for u in chosen] + [(t[3], t[4]) for t in picked_tables]))
     lines += ["", "## References", ""] + [f"- [{title}]({url})" for url, title in used]
     return "\n".join(lines)
