@@ -37,6 +37,21 @@ def terminal_safe(text: str) -> str:
     return _ESCAPE.sub(_kept, text) if "\x1b" in text else text
 
 
+def visible(text: str) -> str:
+    """``text`` with every control character but tab and newline shown as a
+    symbol (ESC as ␛), for what other runs put in a table row: an id, a title,
+    a memo. Even a CSI sequence in it (a cursor move, a screen clear) is then
+    shown, not obeyed."""
+    return text.translate(_PICTURES)
+
+
+_PICTURES = (
+    {code: 0x2400 + code for code in range(0x20) if code not in (0x09, 0x0A)}
+    | {0x7F: 0x2421}
+    | dict.fromkeys(range(0x80, 0xA0), 0xFFFD)
+)
+
+
 class C1Free:
     """A text stream that writes through to ``stream`` without hostile controls."""
 

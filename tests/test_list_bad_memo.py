@@ -65,6 +65,24 @@ async def test_a_memo_that_is_not_json_hides_no_row(temporal_client, worker_env)
             await temporal_client.get_workflow_handle(workflow_id).terminate("test over")
 
 
+async def test_another_runs_escape_sequences_are_shown_not_obeyed(temporal_client, worker_env):
+    """Another client's run may hold terminal controls in its id and memo (a
+    screen clear, a cursor move, a clipboard write): `list` shows them as
+    symbols; none reaches the terminal, even with colours forced on."""
+    tag = uuid.uuid4().hex[:8]
+    hostile = f"evil-{tag}\x1b[2J\x1b[1A"
+    await start_raw(temporal_client, hostile, b'"clear \\u001b[2J and \\u001b]52;c;ZXZpbA==\\u0007 copy"')
+    try:
+        env = worker_env | {"COLUMNS": "200", "FORCE_COLOR": "1", "TTY_COMPATIBLE": "1"}
+        code, out, err = await cli(env, "list", "--limit", "100")
+        assert code == 0 and not err, err
+        assert f"evil-{tag}\u241b[2J\u241b[1A" in out and "clear \u241b[2J and \u241b]52;c;ZXZpbA==\u2407 copy" in out
+        row = next(line for line in out.splitlines() if f"evil-{tag}" in line)
+        assert "\x1b[2J" not in row and "\x1b[1A" not in row and "\x1b]" not in row
+    finally:
+        await temporal_client.get_workflow_handle(hostile).terminate("test over")
+
+
 async def test_status_into_a_pipe_whose_reader_has_gone_ends_quietly(temporal_client, task_queue, worker, worker_env):
     """``deepresearch status ID --json | head -c 300``: the reader goes away
     after a few bytes; no traceback (``list`` goes through rich, which already

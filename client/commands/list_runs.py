@@ -15,6 +15,7 @@ from client.display import make_console
 from client.ids import owner
 from client.options import connection
 from client.runs import WORKFLOW_TYPE
+from client.terminal_text import visible
 from infra.connection import Connection
 from workflows.models import PHASE_ATTRIBUTE, TITLE_ATTRIBUTE
 
@@ -54,7 +55,8 @@ async def main(args: argparse.Namespace) -> int:
             title = f"follow-up thread: {run.memo.get('questions', 0)} question(s)"
         elif run.workflow_type != WORKFLOW_TYPE:
             title = f"{run.workflow_type.lower()}"
-        table.add_row(("  " if run.workflow_type != WORKFLOW_TYPE else "") + run.id, state, started, Text(title))
+        indent = "  " if run.workflow_type != WORKFLOW_TYPE else ""
+        table.add_row(indent + visible(run.id), visible(state), started, Text(visible(title)))
     console.print(table)
     return 0
 
