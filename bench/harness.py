@@ -155,12 +155,12 @@ class BenchEnv:
         settings.check()
         assert self.client is not None
         options.setdefault("max_concurrent_activities", 300)
-        worker, sandbox = build_worker(self.client, settings, task_queue, **options)
+        worker, held = build_worker(self.client, settings, task_queue, **options)
         try:
             async with worker:
                 yield
         finally:
-            await sandbox.close_all()
+            await held.close_all()
 
     @contextlib.asynccontextmanager
     async def worker_process(

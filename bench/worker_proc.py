@@ -26,7 +26,7 @@ async def main() -> None:
     settings.check()
     client = await connect(conn)
     slots = int(os.environ.get("BENCH_MAX_ACTIVITIES", "300"))
-    worker, sandbox = build_worker(client, settings, conn.task_queue, max_concurrent_activities=slots)
+    worker, held = build_worker(client, settings, conn.task_queue, max_concurrent_activities=slots)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -36,7 +36,7 @@ async def main() -> None:
             print("ready", flush=True)
             await stop.wait()
     finally:
-        await sandbox.close_all()
+        await held.close_all()
 
 
 if __name__ == "__main__":

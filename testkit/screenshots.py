@@ -57,7 +57,7 @@ async def take(out: Path) -> None:
             dict(os.environ), llm=llm, tavily=tavily, data_dir=data, address=server.address, task_queue="shots"
         )
         client = await connect(Connection(address=server.address, data_dir=data, task_queue="shots"))
-        worker, sandbox = build_worker(client, Settings.from_env(env), "shots")
+        worker, held = build_worker(client, Settings.from_env(env), "shots")
         port = free_port()
         desk = subprocess.Popen(
             [str(Path(sys.executable).parent / "deepresearch"), "ui", "--port", str(port)],
@@ -97,7 +97,7 @@ async def take(out: Path) -> None:
         finally:
             desk.terminate()
             desk.wait(10)
-            await sandbox.close_all()
+            await held.close_all()
     print(f"wrote {out / 'desk.png'} and {out / 'temporal-ui.png'}")
 
 

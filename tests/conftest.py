@@ -103,12 +103,12 @@ def research_worker(temporal_client: Client, worker_env: dict[str, str], task_qu
     async def start(**env: str):
         settings = Settings.from_env(worker_env | env)
         settings.check()
-        worker, sandbox = build_worker(temporal_client, settings, task_queue, max_cached_workflows=0)
+        worker, held = build_worker(temporal_client, settings, task_queue, max_cached_workflows=0)
         try:
             async with worker:
                 yield worker
         finally:
-            await sandbox.close_all()
+            await held.close_all()
 
     return start
 

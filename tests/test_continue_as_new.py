@@ -38,7 +38,7 @@ def eager_server(tmp_path_factory):
 async def test_run_continues_as_new_between_iterations(eager_server, data_dir, worker_env, task_queue, llm, script):
     client = await connect(Connection(address=eager_server.address, data_dir=data_dir))
     settings = Settings.from_env(worker_env)
-    worker, sandbox = build_worker(client, settings, task_queue, max_cached_workflows=0)
+    worker, held = build_worker(client, settings, task_queue, max_cached_workflows=0)
     async with worker:
         handle = await start(
             client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True, max_plan_iterations=3
@@ -51,7 +51,7 @@ async def test_run_continues_as_new_between_iterations(eager_server, data_dir, w
                 "progress", result_type=ProgressEvent
             )
         ]  # a worker answers for closed runs
-    await sandbox.close_all()
+    await held.close_all()
 
     assert result.status == "completed" and result.plan_iterations == 3
     assert FACT in result.final_report and f"SUM_OF_SQUARES={EXPECTED_SUM}" in result.final_report
@@ -70,7 +70,7 @@ async def test_long_plan_continues_as_new_between_steps(eager_server, data_dir, 
     script.steps = [("Find the lighthouse fact", "research"), ("Compute the sum of squares", "processing")]
     client = await connect(Connection(address=eager_server.address, data_dir=data_dir))
     settings = Settings.from_env(worker_env)
-    worker, sandbox = build_worker(client, settings, task_queue, max_cached_workflows=0)
+    worker, held = build_worker(client, settings, task_queue, max_cached_workflows=0)
     async with worker:
         handle = await start(
             client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True, max_plan_iterations=1
@@ -79,7 +79,7 @@ async def test_long_plan_continues_as_new_between_steps(eager_server, data_dir, 
         result = await handle.result()
         first_history = await first_run.fetch_history()
         await keep_history(first_run, "continued_between_steps")
-    await sandbox.close_all()
+    await held.close_all()
 
     assert result.status == "completed" and result.plan_iterations == 1
     assert FACT in result.final_report and f"SUM_OF_SQUARES={EXPECTED_SUM}" in result.final_report
@@ -169,7 +169,7 @@ async def test_a_long_step_continues_as_new_between_its_turns(
 
     script.researcher, script.coder = researcher, coder
     client = await connect(Connection(address=eager_server.address, data_dir=data_dir))
-    worker, sandbox = build_worker(client, Settings.from_env(worker_env), task_queue, max_cached_workflows=0)
+    worker, held = build_worker(client, Settings.from_env(worker_env), task_queue, max_cached_workflows=0)
     async with worker:
         handle = await start(client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True)
         first_run = handle.result_run_id
@@ -177,7 +177,7 @@ async def test_a_long_step_continues_as_new_between_its_turns(
             result = await handle.result()
         histories = await runs_of(client, handle.id, first_run)
         await keep_history(client.get_workflow_handle(handle.id, run_id=first_run), "continued_inside_steps")
-    await sandbox.close_all()
+    await held.close_all()
 
     assert result.status == "completed"
     assert FACT in result.final_report and f"SUM_OF_SQUARES={EXPECTED_SUM}" in result.final_report

@@ -181,14 +181,14 @@ async def test_a_research_run_on_the_demo_model_finds_and_cites_a_fact(
         }
     )
     settings.check()
-    worker, sandbox = build_worker(temporal_client, settings, task_queue, max_cached_workflows=0)
+    worker, held = build_worker(temporal_client, settings, task_queue, max_cached_workflows=0)
     try:
         async with worker:
             question = "By what percentage did Olvane Instruments' revenue grow from 2021 to 2023?"
             handle = await start(temporal_client, task_queue, question, auto_accept_plan=True)
             result = await handle.result()
     finally:
-        await sandbox.close_all()
+        await held.close_all()
     assert result.status == "completed"
     report = result.final_report
     assert "41.3%" in report  # computed by the coder in the real sandbox from the report's table

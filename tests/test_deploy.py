@@ -690,13 +690,13 @@ async def test_run_passes_large_payloads_from_worker_to_client_through_s3(
     script.report_extra = "\n\nAppendix: " + "".join(
         f"long table row {i} | {i * 7} | {i * 13} |\n" for i in range(8_000)
     )
-    worker, sandbox = build_worker(worker_client, settings, task_queue, max_cached_workflows=0)
+    worker, held = build_worker(worker_client, settings, task_queue, max_cached_workflows=0)
     try:
         async with worker:
             handle = await start(client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True)
             result = await handle.result()
     finally:
-        await sandbox.close_all()
+        await held.close_all()
     assert result.status == "completed"
     assert "long table row" in result.final_report and len(result.final_report) > 200_000
     keys = bucket_keys(s3_server, bucket)

@@ -33,10 +33,10 @@ async def env(data_dir):
 @pytest.fixture
 async def worker(env, worker_env, script):
     settings = Settings.from_env(worker_env)
-    worker, sandbox = build_worker(env.client, settings, "long-waits")
+    worker, held = build_worker(env.client, settings, "long-waits")
     async with worker:
         yield worker
-    await sandbox.close_all()
+    await held.close_all()
 
 
 async def start(env, **options):

@@ -142,18 +142,24 @@ async def test_a_model_that_falls_silent_is_retried_once_and_named_slow(
     assert len(failed) == 1 and "no token for 1 s" in failed[0] and "unreachable" not in failed[0]
 
 
-async def test_a_model_that_never_answers_fails_after_a_few_tries_saying_so(
-    temporal_client, task_queue, research_worker, llm, script
-):
+async def slow_planner_fails(temporal_client, task_queue, research_worker, llm, **env: str) -> str:
+    """A planner that takes 3 s against a 1 s model timeout: the run's failure
+    message, after the model call was tried exactly 3 times."""
     llm.handler = always(llm.handler, "planner", lambda request, normal: paced(normal, delay=3))
-    async with research_worker(DEEPRESEARCH_MODEL_TIMEOUT="1"):
+    async with research_worker(DEEPRESEARCH_MODEL_TIMEOUT="1", **env):
         handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
         with pytest.raises(WorkflowFailureError) as failed:
             async with asyncio.timeout(120):
                 await handle.result()
-    message = failed.value.cause.message
-    assert "did not answer within 1 s" in message and "unreachable" not in message
     assert len(attempts_of_first(llm, "planner")) == 3
+    return failed.value.cause.message
+
+
+async def test_a_model_that_never_answers_fails_after_a_few_tries_saying_so(
+    temporal_client, task_queue, research_worker, llm, script
+):
+    message = await slow_planner_fails(temporal_client, task_queue, research_worker, llm)
+    assert "did not answer within 1 s" in message and "unreachable" not in message
 
 
 async def test_a_slow_model_without_streaming_is_named_slow_not_unreachable(
@@ -162,15 +168,10 @@ async def test_a_slow_model_without_streaming_is_named_slow_not_unreachable(
     # Streaming off: the client's own timeout fires (openai's APITimeoutError,
     # a subclass of APIConnectionError), which once read "unreachable" and was
     # retried up to 12 times.
-    llm.handler = always(llm.handler, "planner", lambda request, normal: paced(normal, delay=3))
-    async with research_worker(DEEPRESEARCH_MODEL_STREAM="off", DEEPRESEARCH_MODEL_TIMEOUT="1"):
-        handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
-        with pytest.raises(WorkflowFailureError) as failed:
-            async with asyncio.timeout(120):
-                await handle.result()
-    message = failed.value.cause.message
+    message = await slow_planner_fails(
+        temporal_client, task_queue, research_worker, llm, DEEPRESEARCH_MODEL_STREAM="off"
+    )
     assert "did not answer in time" in message and "unreachable" not in message
-    assert len(attempts_of_first(llm, "planner")) == 3
 
 
 # --- replies that loop ------------------------------------------------------------------

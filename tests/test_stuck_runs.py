@@ -55,7 +55,7 @@ async def test_a_stuck_run_says_so_and_can_be_cancelled(
 ):
 
     settings = Settings.from_env(worker_env)
-    broken, sandbox = build_worker(temporal_client, settings, task_queue, interceptors=[BrokenWorkflowCode()])
+    broken, held = build_worker(temporal_client, settings, task_queue, interceptors=[BrokenWorkflowCode()])
     async with broken:
         handle = await start(temporal_client, task_queue, f"Tell me about Lantern Rock {MARKER}")
         for _ in range(100):  # the task fails and is retried: wait for the second attempt
@@ -73,7 +73,7 @@ async def test_a_stuck_run_says_so_and_can_be_cancelled(
         assert code == 0 and "STUCK" in out
         code, out, err = await cli(worker_env, "cancel", handle.id)
         assert code == 0, err
-    await sandbox.close_all()
+    await held.close_all()
     # "Deploy a fix": a good worker takes the run on; it ends with a partial report.
     async with research_worker():
         result = await asyncio.wait_for(handle.result(), 60)

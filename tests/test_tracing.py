@@ -82,13 +82,13 @@ async def test_run_with_tracing_emits_workflow_and_activity_spans(
     settings = Settings.from_env(worker_env)
     settings.check()
     # The worker inherits the client's interceptor: nothing tracing-specific here.
-    worker, sandbox = build_worker(client, settings, task_queue, max_cached_workflows=0)
+    worker, held = build_worker(client, settings, task_queue, max_cached_workflows=0)
     try:
         async with worker:
             handle = await start(client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True)
             result = await handle.result()
     finally:
-        await sandbox.close_all()
+        await held.close_all()
     assert result.status == "completed"
 
     spans = exporter.get_finished_spans()
