@@ -103,9 +103,15 @@ class LlamaServer:
     """``python -m llama_cpp.server`` on the SmolLM2 GGUF, on loopback.
 
     The server answers one request at a time and finishes a generation in
-    progress before it obeys SIGTERM, so stopping escalates to SIGKILL."""
+    progress before it obeys SIGTERM, so stopping escalates to SIGKILL.
 
-    def __init__(self, log_file: Path, *, n_ctx: int = 8192, threads: int = 2) -> None:
+    One thread: llama.cpp's threads wait for each other at every step, so on
+    2 cores shared with the rest of the suite 2 threads ran a research run
+    18 times slower than alone (310 s against 17 s; CI once saw a plan take
+    over 15 minutes), while one thread is as fast alone and 4 times slower
+    at worst (64 s)."""
+
+    def __init__(self, log_file: Path, *, n_ctx: int = 8192, threads: int = 1) -> None:
         self.log_file, self.n_ctx, self.threads = Path(log_file), n_ctx, threads
         self.port = free_port()
         self.proc: subprocess.Popen | None = None

@@ -49,6 +49,7 @@ def llama(tmp_path_factory: pytest.TempPathFactory):
     )
     with LlamaServer(tmp_path_factory.mktemp("llama") / "server.log") as server:
         yield server
+    print(tail(server.log_file, "the llama.cpp server's log"))  # shown by pytest only when a test failed
 
 
 @pytest.fixture
@@ -86,7 +87,13 @@ async def worker(env: dict[str, str], temporal_client: Client, tmp_path: Path):
         await process.ready(temporal_client)
         yield process
     log = process.log_text()
+    print(tail(tmp_path / "worker.log", "the worker's log"))  # shown by pytest only when the test failed
     assert "Traceback" not in log, log[-4000:]
+
+
+def tail(path: Path, what: str, lines: int = 60) -> str:
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return f"--- the last {lines} lines of {what} ({path}) ---\n" + "\n".join(text.splitlines()[-lines:])
 
 
 def cli(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -109,7 +116,7 @@ async def until(env: dict[str, str], run_id: str, phases: set[str], deadline: fl
         status = await status_of(env, run_id)
         if status["phase"] in phases:
             return status
-        assert time.monotonic() < deadline, f"run {run_id} still {status['phase']!r} after the bound"
+        assert time.monotonic() < deadline, f"run {run_id} still {status['phase']!r} after the bound: {status}"
         await asyncio.sleep(2)
 
 
