@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from temporalio.service import RPCError, RPCStatusCode
 
+from client.ids import thread_id
 from infra.errors import cli_name
 
 if TYPE_CHECKING:
@@ -53,6 +54,9 @@ def next_action(status: RunStatus, workflow_id: str) -> str | None:
         return f"review the plan: {cli_name()} review {workflow_id}{version} --accept  (or --edit TEXT)"
     if status.phase == "clarifying" and status.pending_question:
         return f"answer the question: {cli_name()} answer {workflow_id} TEXT"
+    if status.phase == "completed" and getattr(status, "outcome", None) == "completed":
+        # where follow-up questions go, asked or not yet (`status` of the thread shows them)
+        return f"ask a follow-up: {cli_name()} ask {workflow_id} QUESTION  (its thread: {thread_id(workflow_id)})"
     return None
 
 

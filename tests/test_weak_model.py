@@ -101,6 +101,7 @@ async def test_list_and_status_show_how_a_run_ended(worker_env, temporal_client,
     assert "completed (plan_failed)" in listing and "completed (answered_directly)" in listing
     shown = await asyncio.to_thread(run_cli, env, "status", failed.id)
     assert "completed (plan_failed)" in shown
+    assert "ask a follow-up" not in shown  # a run without a report has nothing to ask about
 
 
 def run_cli(env: dict, *args: str) -> str:
