@@ -155,6 +155,8 @@ async def test_ask_review_waits_for_the_review_of_its_research(worker_env, worke
         while (await temporal_client.get_workflow_handle(research).query("status"))["phase"] != "awaiting_review":
             assert time.monotonic() < deadline, "the research never waited for the asker's review"
             await asyncio.sleep(0.2)
+        listed = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "list")
+        assert "follow-up thread: answering its first question" in listed.stdout, listed.stdout  # not "0 questions"
         reviewed = await asyncio.to_thread(cli, worker_env, "review", research, "--accept")
         assert reviewed.returncode == 0, reviewed.stderr
         out, err = await asyncio.to_thread(asking.communicate, timeout=120)

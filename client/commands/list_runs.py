@@ -52,13 +52,21 @@ async def main(args: argparse.Namespace) -> int:
         if run.workflow_type == WORKFLOW_TYPE and run.memo.get("schedule"):
             title = f"{title}\n(schedule {run.memo['schedule']})"
         if run.workflow_type == "FollowUp":
-            title = f"follow-up thread: {run.memo.get('questions', 0)} question(s)"
+            title = thread_title(run.memo.get("questions"), run.status)
         elif run.workflow_type != WORKFLOW_TYPE:
             title = f"{run.workflow_type.lower()}"
         indent = "  " if run.workflow_type != WORKFLOW_TYPE else ""
         table.add_row(indent + visible(run.id), visible(state), started, Text(visible(title)))
     console.print(table)
     return 0
+
+
+def thread_title(asked, status: str) -> str:
+    """A follow-up thread's row: how many questions it answered (its memo
+    counts answers, so while the first is on its way it reads 0)."""
+    if isinstance(asked, int) and asked > 0:
+        return f"follow-up thread: {asked} question(s)"
+    return "follow-up thread: answering its first question" if status == "running" else "follow-up thread"
 
 
 async def full(conn: Connection, query: str, limit: int) -> list[quick.Listed]:
