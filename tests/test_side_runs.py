@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from client.runs import start_research
 from infra.connection import Connection
 from testkit.speech_server import MP3_FRAME_SAMPLES, MP3_RATE, SECONDS_PER_CHAR
@@ -16,6 +18,7 @@ from workflows.models import PodcastResult, ResearchInput, SourceReport
 LINES = 401  # more than the 400 speech calls a podcast was silently cut to
 
 
+@pytest.mark.timeout(600)  # 401 speech activities: 96 s in a clean-clone CI run here, more on a busier machine
 async def test_a_long_script_is_spoken_to_its_last_line(finished_run, worker_env, speech, script):  # noqa: F811
     lines = [{"speaker": "female" if n % 2 else "male", "paragraph": f"Line {n}."} for n in range(LINES - 1)]
     lines.append({"speaker": "female", "paragraph": "And that was the closing line."})
