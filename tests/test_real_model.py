@@ -35,7 +35,9 @@ from testkit.worker_process import WorkerProcess
 pytestmark = [pytest.mark.real_model, pytest.mark.xdist_group("real_model"), pytest.mark.timeout(1800)]
 
 BIN = Path(sys.executable).parent
-RUN_BOUND = 900.0  # seconds a run may take on this 2-core machine before we call it wedged
+# Seconds a run may take before we call it wedged: runs took up to 182 s in a clean-clone CI run
+# here, and the project's CI machine runs the suite about 1.7 times slower.
+RUN_BOUND = 1200.0
 TERMINAL = {"completed", "failed", "cancelled"}
 # Set to a file to collect each run's figures (docs/local-models.md's table is made from it).
 LEDGER = os.environ.get("DEEPRESEARCH_REAL_MODEL_LEDGER")
