@@ -93,9 +93,9 @@ async def test_a_thread_of_three_questions(worker_env, worker, llm, tavily, page
     assert "**Q:** Who constructed it?" in ui.current_details and "(researched more)" in ui.current_details
     shown = await asyncio.to_thread(cli, worker_env, "status", first["workflow_id"])
     assert shown.returncode == 0, shown.stderr
+    assert "Q: Repeat your previous answer, please" in shown.stdout and "researched more in" in shown.stdout
     of_run = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "status", run["run_id"])
     assert f"ask {run['run_id']} QUESTION" in of_run.stdout and first["workflow_id"] in of_run.stdout  # its thread
-    assert "Q: Repeat your previous answer, please" in shown.stdout and "researched more in" in shown.stdout
     listed = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "list")
     assert first["workflow_id"] in listed.stdout and "follow-up thread: 3 question(s)" in listed.stdout
     # `result` of the thread: every answer in full at once (it used to wait for a thread that never ends).
