@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -46,12 +47,26 @@ async def start_raw(client, workflow_id: str, question: bytes) -> None:
     await client.workflow_service.start_workflow_execution(request)
 
 
+async def listed_soon(client, *workflow_ids: str) -> None:
+    """Wait until the runs show in a listing: the visibility store learns of
+    a new run a moment after it starts (CI once listed one run but not the
+    other, started a millisecond later)."""
+    deadline = time.monotonic() + 30
+    while True:
+        seen = {run.id async for run in client.list_workflows(QUERY, limit=100)}
+        if seen.issuperset(workflow_ids):
+            return
+        assert time.monotonic() < deadline, f"{set(workflow_ids) - seen} never showed in a listing"
+        await asyncio.sleep(0.2)
+
+
 async def test_a_memo_that_is_not_json_hides_no_row(temporal_client, worker_env):
     tag = uuid.uuid4().hex[:8]
     good, bad = f"good-memo-{tag}", f"bad-memo-{tag}"
     await start_raw(temporal_client, good, b'"a readable question"')
     await start_raw(temporal_client, bad, b"{this is not json")
     try:
+        await listed_soon(temporal_client, good, bad)
         conn = Connection.from_env(worker_env)
         for listed in (await quick.list_workflows(conn, QUERY, 100), await full(conn, QUERY, 100)):
             memos = {run.id: run.memo for run in listed}
@@ -73,6 +88,7 @@ async def test_another_runs_escape_sequences_are_shown_not_obeyed(temporal_clien
     hostile = f"evil-{tag}\x1b[2J\x1b[1A"
     await start_raw(temporal_client, hostile, b'"clear \\u001b[2J and \\u001b]52;c;ZXZpbA==\\u0007 copy"')
     try:
+        await listed_soon(temporal_client, hostile)
         env = worker_env | {"COLUMNS": "200", "FORCE_COLOR": "1", "TTY_COMPATIBLE": "1"}
         code, out, err = await cli(env, "list", "--limit", "100")
         assert code == 0 and not err, err
