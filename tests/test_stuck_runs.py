@@ -81,7 +81,11 @@ async def test_a_stuck_run_says_so_and_can_be_cancelled(
         described = await handle.describe()
         code, out, err = await cli(worker_env, "status", handle.id, "--json")
         shown = json.loads(out)
-        listed = await cli(worker_env, "list")
+        for _ in range(100):  # the run's end reaches the visibility store a moment later
+            listed = await cli(worker_env, "list")
+            if any(handle.id in line and "running" not in line for line in listed[1].splitlines()):
+                break
+            await asyncio.sleep(0.2)
         again = await cli(worker_env, "cancel", handle.id)
     # Cancelled reads cancelled everywhere, not completed (issue 20).
     assert result.status == "cancelled" and status.phase == "cancelled" and shown["phase"] == "cancelled"
