@@ -358,7 +358,11 @@ async def test_a_schedule_runs_builds_on_its_last_run_and_says_what_changed(
     finally:
         deleted = await asyncio.to_thread(cli, worker_env, "schedule", "delete", name)
     assert deleted.returncode == 0, deleted.stderr
-    assert name not in (await asyncio.to_thread(cli, worker_env, "schedule", "list")).stdout
+    for _ in range(50):  # schedules are listed from the visibility store, which learns of the delete a moment later
+        if name not in (listed := await asyncio.to_thread(cli, worker_env, "schedule", "list")).stdout:
+            break
+        await asyncio.sleep(0.2)
+    assert name not in listed.stdout
     again = await asyncio.to_thread(cli, worker_env, "schedule", "pause", name)
     assert again.returncode == 1 and f"no schedule named {name!r}" in again.stderr
 
