@@ -19,7 +19,6 @@ import io
 import json
 import math
 import re
-import resource
 import sys
 from dataclasses import dataclass, field
 
@@ -433,7 +432,6 @@ async def build_in_child(request: DeckRequest, max_seconds: float = DECK_MAX_SEC
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        preexec_fn=_child_limits,
     )
     try:
         async with asyncio.timeout(max_seconds):
@@ -454,10 +452,6 @@ async def build_in_child(request: DeckRequest, max_seconds: float = DECK_MAX_SEC
     if "refused" in answer:
         raise ApplicationError(answer["refused"], type=answer.get("type") or "NoSlides", non_retryable=True)
     return base64.b64decode(answer["data"]), answer["slides"], answer["cut"]
-
-
-def _child_limits() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
 
 class DeckActivities:

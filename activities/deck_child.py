@@ -14,11 +14,13 @@ import sys
 
 from temporalio.exceptions import ApplicationError
 
+from activities.child_limits import limit_memory
 from activities.deck import build_deck_file
 from workflows.models import DeckRequest
 
 
 def main() -> None:
+    limit_memory()  # before reading what may be hostile
     request = DeckRequest.model_validate_json(sys.stdin.buffer.read())
     try:
         data, slides, cut = build_deck_file(request)

@@ -12,7 +12,6 @@ import io
 import json
 import logging
 import re
-import resource
 import subprocess
 import sys
 import time
@@ -211,7 +210,6 @@ def pdf_in_child(
             input=data,
             capture_output=True,
             timeout=max_seconds + 1.5,  # the interpreter's start, then the limit
-            preexec_fn=_child_limits,
         )
     except subprocess.TimeoutExpired:
         raise CrawlRefused(f"reading the PDF{where} took longer than {max_seconds:g} s") from None
@@ -223,10 +221,6 @@ def pdf_in_child(
     if "refused" in answer:
         raise CrawlRefused(answer["refused"])
     return answer["title"], answer["markdown"]
-
-
-def _child_limits() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
 
 def _pdf(body: bytes, charset: str | None, url: str) -> tuple[str, str]:

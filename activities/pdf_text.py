@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import sys
 
+from activities.child_limits import limit_memory
 from activities.documents import CrawlRefused, pdf_to_markdown
 
 
 def main() -> None:
+    limit_memory()  # before reading what may be hostile
     source, max_pages, max_chars, max_seconds = json.loads(sys.argv[1])
     data = sys.stdin.buffer.read()
     try:

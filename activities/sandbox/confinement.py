@@ -68,11 +68,20 @@ def write(path: str, value: str) -> None:
         f.write(value)
 
 
-def join_cgroups(paths: list[str]) -> None:
-    """In the child, before exec: into the session's cgroups, with everything it starts."""
-    for path in paths:
-        with suppress(OSError):
-            write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
+# The shell puts itself into the session's cgroups, then becomes the command,
+# so everything the session starts is inside. Not a preexec_fn: Python between
+# fork and exec in the multi-threaded worker can wait for ever on a lock
+# another thread held at the fork (seen in CI: the worker froze in Popen).
+_JOIN = (
+    'n=$1; shift; while [ "$n" -gt 0 ]; do { echo $$ > "$1/cgroup.procs"; } 2>/dev/null; '
+    'shift; n=$((n - 1)); done; exec "$@"'
+)
+
+
+def joining_cgroups(paths: list[str]) -> list[str]:
+    """A command prefix that joins the cgroups ``paths`` (a failed join is
+    skipped, as the limits then are per process) and execs what follows."""
+    return ["/bin/sh", "-c", _JOIN, "sh", str(len(paths)), *paths] if paths else []
 
 
 def uid_lock_folder(folder: str | None) -> str:

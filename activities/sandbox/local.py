@@ -365,6 +365,7 @@ class LocalSandbox:
                 "hidden": self.hidden,
             }
             proc = await asyncio.create_subprocess_exec(
+                *confinement.joining_cgroups(cgroups),
                 *isolation.command,
                 sys.executable,
                 "-I",
@@ -378,7 +379,6 @@ class LocalSandbox:
                 env=env,
                 start_new_session=True,  # its own process group, killed as a whole
                 limit=1 << 24,
-                preexec_fn=(lambda: confinement.join_cgroups(cgroups)) if cgroups else None,
             )
         except OSError as e:
             log.close()
