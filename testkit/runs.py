@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 from client.runs import start_research
 from infra.connection import Connection
 from workflows.models import ResearchInput, RunStatus
 
+T = TypeVar("T")
 HISTORIES = Path(__file__).parent.parent / "tests" / "histories"
 
 
@@ -46,3 +50,14 @@ async def keep_history(handle, name: str) -> None:
         history = await handle.fetch_history()
         HISTORIES.mkdir(exist_ok=True)
         (HISTORIES / f"{name}.json").write_text(history.to_json())
+
+
+async def polled(probe: Callable[[], Awaitable[T]], done: Callable[[T], bool], seconds: float = 20.0) -> T:
+    """``probe()`` again every 0.2 s until ``done`` holds of what it gave, or
+    ``seconds`` have passed; the last answer either way (the caller asserts
+    on it). For what Temporal's visibility store learns a moment late: a
+    run just started or ended, a schedule just deleted."""
+    deadline = time.monotonic() + seconds
+    while not done(answer := await probe()) and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    return answer

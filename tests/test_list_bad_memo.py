@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from temporalio.api.workflowservice.v1 import StartWorkflowExecutionRequest
 from client import quick
 from client.commands.list_runs import QUERY, full
 from infra.connection import Connection
+from testkit.runs import polled
 
 CLI = Path(sys.executable).parent / "deepresearch"
 PLAIN = {"encoding": b"json/plain"}
@@ -51,13 +51,12 @@ async def listed_soon(client, *workflow_ids: str) -> None:
     """Wait until the runs show in a listing: the visibility store learns of
     a new run a moment after it starts (CI once listed one run but not the
     other, started a millisecond later)."""
-    deadline = time.monotonic() + 30
-    while True:
-        seen = {run.id async for run in client.list_workflows(QUERY, limit=100)}
-        if seen.issuperset(workflow_ids):
-            return
-        assert time.monotonic() < deadline, f"{set(workflow_ids) - seen} never showed in a listing"
-        await asyncio.sleep(0.2)
+
+    async def listing() -> set[str]:
+        return {run.id async for run in client.list_workflows(QUERY, limit=100)}
+
+    seen = await polled(listing, lambda seen: seen.issuperset(workflow_ids), seconds=30)
+    assert seen.issuperset(workflow_ids), f"{set(workflow_ids) - seen} never showed in a listing"
 
 
 async def test_a_memo_that_is_not_json_hides_no_row(temporal_client, worker_env):

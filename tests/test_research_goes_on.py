@@ -18,7 +18,7 @@ from temporalio.client import WorkflowExecutionStatus
 from testkit.llm_server import role_of
 from testkit.pages import article
 from testkit.research_script import FACT, first_user
-from testkit.runs import keep_history
+from testkit.runs import keep_history, polled
 from testkit.worker_process import WorkerProcess
 from workflows.models import PHASE_ATTRIBUTE, TITLE_ATTRIBUTE
 
@@ -358,10 +358,9 @@ async def test_a_schedule_runs_builds_on_its_last_run_and_says_what_changed(
     finally:
         deleted = await asyncio.to_thread(cli, worker_env, "schedule", "delete", name)
     assert deleted.returncode == 0, deleted.stderr
-    for _ in range(50):  # schedules are listed from the visibility store, which learns of the delete a moment later
-        if name not in (listed := await asyncio.to_thread(cli, worker_env, "schedule", "list")).stdout:
-            break
-        await asyncio.sleep(0.2)
+    listed = await polled(  # schedules are listed from the visibility store, which learns of the delete a moment later
+        lambda: asyncio.to_thread(cli, worker_env, "schedule", "list"), lambda listed: name not in listed.stdout
+    )
     assert name not in listed.stdout
     again = await asyncio.to_thread(cli, worker_env, "schedule", "pause", name)
     assert again.returncode == 1 and f"no schedule named {name!r}" in again.stderr

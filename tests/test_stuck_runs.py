@@ -18,7 +18,7 @@ from temporalio.worker import (
 )
 
 from infra.settings import Settings
-from testkit.runs import start
+from testkit.runs import polled, start
 from worker import build_worker
 from workflows.models import PHASE_ATTRIBUTE, RunStatus
 
@@ -81,11 +81,10 @@ async def test_a_stuck_run_says_so_and_can_be_cancelled(
         described = await handle.describe()
         code, out, err = await cli(worker_env, "status", handle.id, "--json")
         shown = json.loads(out)
-        for _ in range(100):  # the run's end reaches the visibility store a moment later
-            listed = await cli(worker_env, "list")
-            if any(handle.id in line and "running" not in line for line in listed[1].splitlines()):
-                break
-            await asyncio.sleep(0.2)
+        listed = await polled(  # the run's end reaches the visibility store a moment later
+            lambda: cli(worker_env, "list"),
+            lambda listed: any(handle.id in line and "running" not in line for line in listed[1].splitlines()),
+        )
         again = await cli(worker_env, "cancel", handle.id)
     # Cancelled reads cancelled everywhere, not completed (issue 20).
     assert result.status == "cancelled" and status.phase == "cancelled" and shown["phase"] == "cancelled"
