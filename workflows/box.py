@@ -30,3 +30,10 @@ class Box:
                 self.emit("notice", f"token budget of {budget:,} reached: no new research starts")
             return True
         return False
+
+    def warn(self, text: str) -> None:
+        """A warning the result and ``status`` carry (once each), also shown
+        as a notice on the progress stream."""
+        if text not in self.state.warnings:
+            self.state.warnings.append(text)
+            self.emit("notice", f"warning: {text}")

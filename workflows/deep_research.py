@@ -274,6 +274,7 @@ class DeepResearch:
             clarifications=s.clarifications,
             budget_exhausted=s.budget_exhausted,
             finished_at=workflow.now().isoformat(timespec="seconds"),
+            warnings=list(s.warnings),
         )
 
     def variables(self, **extra: object) -> dict:
@@ -338,6 +339,7 @@ class DeepResearch:
             error=self.error,
             outcome=self.outcome,
             note=self.note,
+            warnings=list(self.state.warnings),
         )
 
     @workflow.signal(name="review")

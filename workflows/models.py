@@ -212,6 +212,9 @@ class ResearchResult(Model):
     clarifications: list[Clarification] = Field(default_factory=list)
     budget_exhausted: bool = False
     finished_at: str | None = None  # ISO 8601, when the run ended
+    # What a reader must know before trusting the report (e.g. it rests on no
+    # source, or was built from the findings because the reporter failed).
+    warnings: list[str] = Field(default_factory=list)
 
 
 class StepStatus(Model):
@@ -239,6 +242,7 @@ class RunStatus(Model):
     error: str | None = None
     outcome: RunOutcome | None = None  # once the run has ended: how (the result's status)
     note: str | None = None  # e.g. the question researched as one step for want of a plan
+    warnings: list[str] = Field(default_factory=list)  # as in ResearchResult
 
 
 class ProgressEvent(Model):

@@ -51,6 +51,7 @@ class RunState(Model):
     outputs: list[str] = Field(default_factory=list)  # blob refs of long tool outputs (MCP, code) to read on
     windows: dict[str, int] = Field(default_factory=dict)  # context windows learned from the provider, by role
     prior: PriorRun | None = None  # the earlier run this one builds on (--continue-from, a schedule)
+    warnings: list[str] = Field(default_factory=list)  # for the result and status (Box.warn)
 
     @field_validator("sources", mode="before")
     @classmethod
