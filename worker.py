@@ -21,6 +21,7 @@ from activities.crawl import CrawlActivities
 from activities.deck import DeckActivities
 from activities.earlier_runs import EarlierRuns
 from activities.evaluation import EvalActivities
+from activities.evidence import EvidenceActivities
 from activities.llm import ModelActivities
 from activities.local_docs.activities import LocalDocsActivities
 from activities.local_docs.sharing import SharedIndexes
@@ -106,6 +107,7 @@ def build_worker(
     mcp = McpActivities(mcp_config, blobs)
     speech = SpeechActivities(settings, blobs)
     deck = DeckActivities(blobs)
+    evidence = EvidenceActivities(blobs)
     worker = Worker(
         client,
         task_queue=task_queue,
@@ -124,7 +126,10 @@ def build_worker(
             speech.join_audio,
             deck.build_deck,
             EarlierRuns(client).prior_run,
-            EvalActivities().score_task,
+            EvalActivities(blobs).score_task,
+            evidence.rank_evidence,
+            evidence.support_findings,
+            evidence.join_evidence,
         ],
         max_cached_workflows=max_cached_workflows,
         max_concurrent_activities=max_concurrent_activities,

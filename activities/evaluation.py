@@ -7,14 +7,15 @@ import asyncio
 
 from temporalio import activity
 
+from infra.blobs import BlobNotFound, BlobStore
 from infra.eval_score import parse_judge, score
 from workflows.eval_models import JudgeScore, ScoreRequest, TaskScore
 from workflows.models import ResearchResult
 
 
-def score_request(request: ScoreRequest) -> TaskScore:
+def score_request(request: ScoreRequest, shown: str | None = None) -> TaskScore:
     result = request.result or ResearchResult(status="completed", question="", locale="", final_report="")
-    scores = score(request.task, request.corpus, result)
+    scores = score(request.task, request.corpus, result, shown)
     if request.judge_reply is not None:
         scores.judge = parse_judge(request.judge_reply, request.judge_tokens)
     elif request.judge_problem:
@@ -23,7 +24,17 @@ def score_request(request: ScoreRequest) -> TaskScore:
 
 
 class EvalActivities:
+    def __init__(self, blobs: BlobStore) -> None:
+        self.blobs = blobs
+
     @activity.defn(name="score_eval_task")
     async def score_task(self, request: ScoreRequest) -> TaskScore:
+        shown = None
+        kept = request.result.reporter_input if request.result else None
+        if kept:
+            try:
+                shown = await self.blobs.get(kept)
+            except BlobNotFound:
+                activity.logger.warning("what the reporter was shown is gone (%s): no evidence_recall", kept)
         # In a thread: regexes over a long report must not hold up the event loop.
-        return await asyncio.to_thread(score_request, request)
+        return await asyncio.to_thread(score_request, request, shown)

@@ -158,7 +158,9 @@ class ModelActivities:
         self.bound_name = "max_tokens"  # or "max_completion_tokens" (OpenAI's reasoning models)
         self.usage_option = True  # stream_options.include_usage
 
-    def _api_message(self, message: Message, blobs: dict[str, str], share: int, hints: str) -> dict[str, Any]:
+    def _api_message(
+        self, message: Message, blobs: dict[str, str], share: int, hints: str, room: int
+    ) -> dict[str, Any]:
         content = message.content
         if message.blob:
             body = blobs[message.blob]
@@ -166,6 +168,8 @@ class ModelActivities:
                 body = reading.view(
                     body, share, source=message.source or "", part=message.part, query=message.query, hints=hints
                 )
+            elif message.budget:  # an evidence set: its passages most relevant to the request
+                body = reading.excerpt(body, min(message.budget, room), hints)
             content += body
         out: dict[str, Any] = {"role": message.role, "content": content}
         if message.tool_calls:
@@ -192,9 +196,10 @@ class ModelActivities:
         # Room for the answer and for the tool schemas, which count too.
         budget = window - min(8_192, window // 4) - context.tools_tokens(tools)
         system = {"role": "system", "content": render_prompt(request.prompt, request.variables)}
-        share = budget // 4  # of the request, for one tool output
+        share = budget // 4  # of the request, for one tool output; at most what one page is worth
+        share = min(share, request.evidence_tokens) if request.evidence_tokens else share
         hints = _reading_hints(conversation)
-        messages = [system] + [self._api_message(m, blobs, share, hints) for m in conversation]
+        messages = [system] + [self._api_message(m, blobs, share, hints, budget // 2) for m in conversation]
         shown_in_part = any(
             m.blob and len(out["content"]) < len(m.content) + len(blobs[m.blob])
             for m, out in zip(conversation, messages[1:])
@@ -234,11 +239,12 @@ class ModelActivities:
 
     async def _complete(
         self, request: ModelRequest, headers: dict[str, str]
-    ) -> tuple[Completion, list[Message], int | None]:
+    ) -> tuple[Completion, list[Message], int | None, list[dict[str, Any]]]:
         """One completion; a request the provider finds too long for its
         context window is fitted again to the window it states (or a smaller
         one) and sent again, up to ``OVERFLOW_RETRIES`` times. Returns the
-        completion, the conversation and the window learned (None: as set)."""
+        completion, the conversation, the window learned (None: as set) and
+        the messages sent."""
         window, learned = self.window(request), None
         for attempt in range(OVERFLOW_RETRIES + 1):
             kwargs, conversation = await self.build_request(request, window)
@@ -246,9 +252,9 @@ class ModelActivities:
                 kwargs["extra_headers"] = headers
             try:
                 async with heartbeating():
-                    return counted(await self._send(kwargs), kwargs), conversation, learned
+                    return counted(await self._send(kwargs), kwargs), conversation, learned, kwargs["messages"]
             except Looping as err:
-                return counted(self._looped(err, request), kwargs), conversation, learned
+                return counted(self._looped(err, request), kwargs), conversation, learned, kwargs["messages"]
             except openai.APIStatusError as err:
                 said = f"{err} {json.dumps(err.body, default=str)}"
                 if not overflow.is_overflow(err.status_code, said):
@@ -358,7 +364,7 @@ class ModelActivities:
             # Lets the provider (and our tests) tie a request to its activity.
             info = activity.info()
             headers = {"X-Client-Request-Id": header_value(f"{info.workflow_id}/{info.activity_id}")}
-        completion, conversation, learned = await self._complete(request, headers)
+        completion, conversation, learned, sent = await self._complete(request, headers)
         if not completion.choices:
             raise ApplicationError("the model returned no choices", type="ModelUnavailable")
         content = strip_think(clean_text(completion.content))
@@ -393,6 +399,7 @@ class ModelActivities:
             steps_cut=plan.cut if plan else [],
             podcast=script,
             context_window=learned,
+            shown=await self.blobs.put(shown_text(sent)) if request.keep_shown else None,
         )
 
 
@@ -408,6 +415,11 @@ def counted(completion: Completion, kwargs: dict[str, Any]) -> Completion:
     calls = " ".join(f"{c.function.name} {c.function.arguments}" for c in completion.tool_calls)
     completion.completion_tokens = tokens.count(f"{completion.content or ''} {calls}")
     return completion
+
+
+def shown_text(messages: list[dict[str, Any]]) -> str:
+    """A request as sent, as text: each message's role and content."""
+    return "\n\n".join(f"[{m.get('role')}]\n{m.get('content') or ''}" for m in messages)
 
 
 def header_value(text: str) -> str:

@@ -64,27 +64,46 @@ def passages(text: str, max_tokens: int = PASSAGE_TOKENS) -> list[str]:
     return out
 
 
+class Index:
+    """BM25 over a fixed list of passages, built once and asked many
+    queries (``rank`` asks one)."""
+
+    def __init__(self, chunks: list[str], k1: float = 1.2, b: float = 0.75) -> None:
+        self.docs = [Counter(terms(chunk)) for chunk in chunks]
+        self.lengths = [sum(d.values()) or 1 for d in self.docs]
+        self.average = sum(self.lengths) / len(self.docs) if self.docs else 1.0
+        self.frequency: Counter[str] = Counter(term for d in self.docs for term in d)
+        self.k1, self.b = k1, b
+
+    def scores(self, query: str) -> list[tuple[float, int]]:
+        """(score, index) of the passages that match ``query`` at all, best first."""
+        wanted = set(terms(query))
+        if not wanted or not self.docs:
+            return []
+        count, k1, b = len(self.docs), self.k1, self.b
+        idf = {
+            t: math.log(1 + (count - self.frequency[t] + 0.5) / (self.frequency[t] + 0.5))
+            for t in wanted
+            if self.frequency[t]
+        }
+        scores = []
+        for i, doc in enumerate(self.docs):
+            score = 0.0
+            for term, weight in idf.items():
+                tf = doc.get(term, 0)
+                if tf:
+                    score += weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * self.lengths[i] / self.average))
+            if score > 0:
+                scores.append((score, i))
+        return sorted(scores, key=lambda s: (-s[0], s[1]))
+
+
 def rank(chunks: list[str], query: str, k1: float = 1.2, b: float = 0.75) -> list[int]:
     """Indexes of ``chunks`` by BM25 relevance to ``query``, best first (only
     those that match at all)."""
-    wanted = set(terms(query))
-    if not wanted or not chunks:
+    if not chunks or not terms(query):
         return []
-    docs = [Counter(terms(chunk)) for chunk in chunks]
-    average = sum(sum(d.values()) for d in docs) / len(docs) or 1.0
-    frequency = Counter(term for d in docs for term in set(d) if term in wanted)
-    scores = []
-    for i, doc in enumerate(docs):
-        length = sum(doc.values()) or 1
-        score = 0.0
-        for term in wanted:
-            tf = doc.get(term, 0)
-            if tf:
-                idf = math.log(1 + (len(docs) - frequency[term] + 0.5) / (frequency[term] + 0.5))
-                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average))
-        if score > 0:
-            scores.append((score, i))
-    return [i for _, i in sorted(scores, key=lambda s: (-s[0], s[1]))]
+    return [i for _, i in Index(chunks, k1, b).scores(query)]
 
 
 class Page:
@@ -170,3 +189,26 @@ def parts(text: str, share: int) -> list[str]:
     """The parts ``read_page`` gives of ``text`` for a reader with ``share`` tokens."""
     page = Page(text, share)
     return [page.text(group) for group in page.parts]
+
+
+def excerpt(text: str, share: int, hints: str = "") -> str:
+    """``text`` (passages set apart by blank lines, e.g. an evidence set) in
+    ``share`` tokens: all of it if it fits, else the passages most relevant
+    to ``hints`` (the rest in their order when nothing matches), kept in
+    their order, with a note saying how many were left out. For a reader
+    that has no tools to read on with."""
+    if tokens.count(text) <= max(share, 100):
+        return text
+    chunks = [c.strip() for c in re.split(r"\n\s*\n", text) if c.strip()]
+    cost = [tokens.count(c) + 2 for c in chunks]
+    order = rank(chunks, hints)
+    ranked = set(order)
+    order += [i for i in range(len(chunks)) if i not in ranked]
+    chosen, used, room = [], 0, max(share, 100) - 30
+    for i in order:
+        if used + cost[i] <= room:
+            chosen.append(i)
+            used += cost[i]
+    left = len(chunks) - len(chosen)
+    note = f"\n\n[{left} more passage(s) left out to fit the context window.]" if left else ""
+    return "\n\n".join(chunks[i] for i in sorted(chosen)) + note

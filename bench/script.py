@@ -4,9 +4,12 @@ Two shapes of run:
 
 - the *canonical* run: coordinator hands off; the planner makes 3 research
   steps and 1 processing step; every researcher searches twice, crawls its
-  own page once and answers (4 model calls, 2 searches, 1 crawl, in series);
-  the coder runs one cell (which sleeps ``code_seconds``) and answers; the
-  reporter quotes the findings.
+  own page once and answers (4 model calls, 2 searches, 1 crawl, in series)
+  — or, given its page's passages with its task (the evidence the workflow
+  gathers before the first turn: one search and one crawl), searches once
+  more and answers (2 model calls, 1 search); the coder runs one cell
+  (which sleeps ``code_seconds``) and answers; the reporter quotes the
+  findings.
 - the *loop* run: one research step whose researcher crawls one of 20 large
   pages per turn, carrying the ``FACT:`` lines it has read forward in its
   own assistant message, and answers with all of them after the last page.
@@ -48,10 +51,11 @@ def _calls(request: dict, name: str) -> int:
 
 
 def facts_in(request: dict) -> list[str]:
-    """Every FACT line in the conversation (tool results and own notes), in order, once."""
+    """Every FACT line in the conversation (tool results, the evidence with
+    the task, own notes), in order, once."""
     seen: dict[str, None] = {}
     for m in request.get("messages", []):
-        if m.get("role") in ("tool", "assistant"):
+        if m.get("role") in ("tool", "assistant", "user"):
             for fact in _FACT.findall(m.get("content") or ""):
                 seen.setdefault(fact.strip())
     return list(seen)
@@ -86,10 +90,13 @@ def _filler(seed: int, size: int) -> list[str]:
     return paragraphs
 
 
-def add_canonical_pages(pages: PageServer, delay: float) -> None:
+SHORT_PAGE = 3_000  # characters of a canonical page; long pages: 150 KB, the fact 60 % in
+
+
+def add_canonical_pages(pages: PageServer, delay: float, size: int = SHORT_PAGE) -> None:
     for step in range(1, RESEARCH_STEPS + 1):
-        body = _filler(step, 3000)
-        body.insert(2, canonical_fact(step) + ".")
+        body = _filler(step, size)
+        body.insert(2 if size <= SHORT_PAGE else int(len(body) * 0.6), canonical_fact(step) + ".")
         pages.add(f"/step{step}", article(f"Aldous index, part {step}", body), delay=delay)
 
 
@@ -164,6 +171,10 @@ class BenchScript:
         if self.mode == "loop":
             return self._loop_researcher(request)
         searches = _calls(request, "web_search")
+        if canonical_fact(step) in first_user(request):  # its page's passages came with the task
+            if searches < 1:
+                return Reply(tool_calls=[("web_search", {"query": f"Aldous index step {step} part 2"})])
+            return self._findings(request)
         if searches < 2:
             query = f"Aldous index step {step} part {searches + 1}"
             return Reply(tool_calls=[("web_search", {"query": query})])
@@ -184,7 +195,9 @@ class BenchScript:
 
     def _findings(self, request: dict) -> str:
         text = "\n".join(m.get("content") or "" for m in tool_messages(request))
-        urls = sorted(set(re.findall(r"URL: (\S+)", text)))
+        urls = sorted(
+            set(re.findall(r"URL: (\S+)", text)) | set(re.findall(r"\]\((http[^)\s]+)\)", first_user(request)))
+        )
         return (
             "## Findings\n"
             + "\n".join(f"- {f}" for f in facts_in(request))

@@ -69,7 +69,7 @@ def render_status(status: RunStatus, workflow_id: str | None = None, elapsed: fl
             mark, style = STEP_MARKS.get(step.status, ("?", ""))
             table.add_row(Text(mark, style=style), f"{number}.", Text(step.step_type, style="cyan"), Text(step.title))
         parts.append(table)
-    facts = Text(f"plan iterations: {status.plan_iterations}", style="dim")
+    facts = Text(f"plan iterations: {status.plan_iterations}   sources: {status.sources}", style="dim")
     if status.review_pending:
         version = f" (plan version {status.plan_version})" if status.plan_version else ""
         facts.append(f"   plan review pending{version}", style="bold yellow")
@@ -86,6 +86,8 @@ def render_status(status: RunStatus, workflow_id: str | None = None, elapsed: fl
         parts.append(Text(f"note: {status.note}", style="yellow"))
     if status.error:
         parts.append(Text(f"error: {status.error}", style="red"))
+    for warning in status.warnings:
+        parts.append(Text(f"warning: {warning}", style="bold yellow"))
     parts.append(Text(f"usage: {usage_text(status.usage)}", style="dim"))
     return Group(*parts)
 

@@ -101,6 +101,24 @@ RUN_OPTIONS: tuple[tuple[str, str, dict], ...] = (
         },
     ),
     (
+        "--evidence-pages",
+        "evidence_pages",
+        {
+            "type": int,
+            "metavar": "N",
+            "help": "pages each research step reads before its first model turn (default 3; 0: the model alone decides what to read)",
+        },
+    ),
+    (
+        "--evidence-tokens",
+        "evidence_tokens",
+        {
+            "type": int,
+            "metavar": "N",
+            "help": "tokens one page or one step's evidence may put into a prompt, whatever the context window (default 3000)",
+        },
+    ),
+    (
         "--review-timeout",
         "review_timeout_hours",
         {

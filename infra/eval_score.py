@@ -172,10 +172,14 @@ def states_not_found(report: str) -> bool:
     return any(phrase in text for phrase in NOT_FOUND_PHRASES)
 
 
-def score(task: EvalTask, corpus: list[str], result: ResearchResult) -> TaskScore:
-    """The deterministic scores of one report (docs/eval.md says what each means)."""
+def score(task: EvalTask, corpus: list[str], result: ResearchResult, shown: str | None = None) -> TaskScore:
+    """The deterministic scores of one report (docs/eval.md says what each
+    means); ``shown``: what the reporter was shown (its request as sent), or
+    None when it is not known (a run recorded before it was kept)."""
     report = Text(result.final_report)
     facts = {fact.id: fact_found(fact, report) for fact in task.facts}
+    seen = Text(shown) if shown is not None else None
+    evidence = {fact.id: fact_found(fact, seen) for fact in task.facts} if seen else {}
     avoided = {fact.id: not fact_found(fact, report) for fact in task.avoid}
     paths = set(corpus)
     urls = cited_urls(result)
@@ -188,6 +192,8 @@ def score(task: EvalTask, corpus: list[str], result: ResearchResult) -> TaskScor
     return TaskScore(
         fact_recall=round(len(found) / len(task.facts), 4) if task.facts else None,
         facts=facts,
+        evidence_recall=round(sum(evidence.values()) / len(task.facts), 4) if task.facts and seen else None,
+        evidence_facts=evidence,
         avoided=avoided,
         distractors_used=sum(1 for ok in avoided.values() if not ok),
         not_in_corpus_stated=states_not_found(result.final_report) if task.unanswerable else None,

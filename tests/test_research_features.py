@@ -52,8 +52,9 @@ async def test_clarification_over_two_rounds(temporal_client, task_queue, worker
 
 @pytest.mark.parametrize("style", REPORT_STYLES)
 async def test_each_report_style_reaches_the_reporter(style, temporal_client, task_queue, worker, llm, script):
-    script.enough_context = True  # straight from the plan to the report
-    handle = await start(temporal_client, task_queue, "Tell me about Lantern Rock", report_style=style)
+    handle = await start(
+        temporal_client, task_queue, "Tell me about Lantern Rock", report_style=style, auto_accept_plan=True
+    )
     result = await handle.result()
     assert result.status == "completed"
     reporter_prompt = llm.calls("reporter")[0]["messages"][0]["content"]

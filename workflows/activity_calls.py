@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import timedelta
+from typing import TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -32,6 +33,8 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
         ToolResult,
     )
     from workflows.state import RunState
+
+T = TypeVar("T")
 
 MODEL_CALL = dict(
     # A streamed call times out on silence (DEEPRESEARCH_MODEL_IDLE_TIMEOUT) and
@@ -85,6 +88,9 @@ TOOL_CALL = {
     ),
     "close_sandbox": dict(start_to_close_timeout=timedelta(seconds=30), retry_policy=RetryPolicy(maximum_attempts=2)),
 }
+# Ranking and picking passages of pages already read (activities/evidence.py):
+# local work on blobs, a few seconds on megabytes of pages.
+EVIDENCE_CALL = dict(start_to_close_timeout=timedelta(minutes=2), retry_policy=TOOL_RETRY)
 
 
 def summary(text: str) -> str:
@@ -133,8 +139,10 @@ class ActivityCalls:
         max_search_results: int,
         run_key: str,
         on_tool: Callable[[str], None] = lambda _: None,
+        evidence_tokens: int | None = None,
     ) -> None:
         self.state = state
+        self.evidence_tokens = evidence_tokens  # what one page may put into a prompt
         self.max_search_results = max_search_results
         self.run_key = run_key  # names this run's local-document index
         self.on_tool = on_tool  # told "tool: argument" before each tool call
@@ -150,6 +158,8 @@ class ActivityCalls:
         role = request.serving_role
         if role in self.state.windows and request.context_window is None:
             request = request.model_copy(update={"context_window": self.state.windows[role]})
+        if request.evidence_tokens is None and self.evidence_tokens:
+            request = request.model_copy(update={"evidence_tokens": self.evidence_tokens})
         try:
             reply = await workflow.execute_activity(
                 "chat", request, result_type=ModelReply, summary=summary(where or request.role), **MODEL_CALL
@@ -251,6 +261,20 @@ class ActivityCalls:
         result = self.state.crawled[url] = await self._crawling[url]
         self._crawling.pop(url, None)
         return result
+
+    async def evidence(self, name: str, request: object, result_type: type[T], label: str) -> T | None:
+        """One of the evidence activities (``rank_evidence``,
+        ``support_findings``, ``join_evidence``); None when it failed: a step
+        without ranked evidence goes on as the agent loop it was."""
+        try:
+            return await workflow.execute_activity(
+                name, request, result_type=result_type, summary=summary(label), **EVIDENCE_CALL
+            )
+        except ActivityError as err:
+            if is_cancelled_exception(err):
+                raise
+            self.on_tool(f"{name} failed: {failure_reason(err)}")
+            return None
 
     def read(self, source: str, part: int | None = None, query: str | None = None) -> ToolResult:
         """A part of a long page the run crawled (or of another long output,

@@ -56,16 +56,20 @@ async def run_agent(
     out_of_budget: Callable[[], bool] = lambda: False,
     resume: AgentCheckpoint | None = None,
     where: str = "",
-) -> str | AgentCheckpoint:
+    evidence: str | None = None,
+    evidence_tokens: int | None = None,
+) -> Finished | AgentCheckpoint:
     """A ReAct loop: the model calls tools (``names``) until it answers without
     one, or until ``max_turns`` model calls, after which it must answer
-    without tools.
+    without tools. ``evidence`` (a blob of passages the step gathered) comes
+    with the task in the first message, at most ``evidence_tokens`` of it.
 
     Returns the findings, or a checkpoint when the server suggests
     continue-as-new between two turns (the next run resumes from it). Once
     the token budget is spent no new turn starts: the agent answers from what
     it has."""
-    checkpoint = resume or AgentCheckpoint(messages=[Message(role="user", content=task)])
+    first = Message(role="user", content=task, blob=evidence, budget=evidence_tokens if evidence else None)
+    checkpoint = resume or AgentCheckpoint(messages=[first])
     history, messages = checkpoint.history, list(checkpoint.messages)
     cells = Cells(list(checkpoint.cells), list(checkpoint.cell_refs))
     mcp = await calls.mcp_tools(role)  # MCP tool schemas, listed once per run
@@ -92,7 +96,7 @@ async def run_agent(
                 )
             if out_of_budget():
                 if turn == 0:
-                    return "(not researched: the run's token budget was spent before this step began)"
+                    return Finished("(not researched: the run's token budget was spent before this step began)")
                 break  # answer from what was gathered
             reply = await calls.chat(turn_request(history, messages), where)
             history = reply.history
@@ -100,18 +104,26 @@ async def run_agent(
             # the conversation stays valid for the provider.
             wanted = reply.tool_calls
             if not wanted or not (workflow.patched("answer-unknown-tools") or _known(wanted, allowed)):
-                return reply.content or "(no findings)"
+                return Finished(reply.content or "(no findings)", history)
             results = await _run_tools(calls, wanted, session, cells, allowed, role, where or role)
             messages = [tool_message(c, r) for c, r in zip(wanted, results)]
         messages.append(Message(role="user", content=FINAL_TURN))
         final = turn_request(history, messages).model_copy(update={"tool_choice": "none"})
         reply = await calls.chat(final, f"{where} · final answer" if where else "")
-        return reply.content or "(no findings)"
+        return Finished(reply.content or "(no findings)", reply.history)
     finally:
         # A paused step keeps its sandbox session; an ended (or cancelled)
         # one closes it, also when no cell ran without error.
         if not paused and (cells.any() or (cells.tried and workflow.patched("close-sandbox-always"))):
             await calls.close_sandbox(session)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """An agent's answer, and its whole conversation (a blob reference)."""
+
+    text: str
+    history: str | None = None
 
 
 def _should_pause() -> bool:

@@ -70,7 +70,11 @@ class DeepResearch:
         self.stream = WorkflowStream(self.state.stream)  # live progress
         self.progress = self.stream.topic(PROGRESS_TOPIC, type=ProgressEvent)
         calls = ActivityCalls(
-            self.state, r.max_search_results, workflow.info().workflow_id, lambda text: self.emit("tool_call", text)
+            self.state,
+            r.max_search_results,
+            workflow.info().workflow_id,
+            lambda text: self.emit("tool_call", text),
+            evidence_tokens=r.evidence_tokens,
         )
         self.box = Box(r, self.state, calls, self.variables, self.emit)
         self.team = ResearchTeam(self.box)
@@ -171,15 +175,23 @@ class DeepResearch:
                 await self.continue_as_new()
             self.set_phase("planning")
             planned = await planner.next_plan(box)
-            plan = planned.plan
+            plan, s.fallback_plan = planned.plan, False
             if plan is None:
                 if s.plan_iterations > 0:
                     break
                 if not planned.said_something or not workflow.patched("plan-from-question"):
                     return self.finish("plan_failed", planned.failure)
                 plan = planner.question_plan(r.question, s.locale)
+                s.fallback_plan = True
                 self.note = planner.FALLBACK_NOTE.format(why=planned.problem[:200])
                 self.emit("notice", self.note)
+            if (
+                plan.has_enough_context
+                and not planner.may_end_research(s)
+                and workflow.patched("enough-context-needs-evidence")
+            ):
+                plan, s.fallback_plan = planner.research_anyway(plan, r.question, s.locale)
+                self.emit("notice", planner.NOTHING_READ_NOTE)
             self.set_plan(plan, list(planned.steps_cut))
             if plan.has_enough_context:
                 break
@@ -275,6 +287,7 @@ class DeepResearch:
             budget_exhausted=s.budget_exhausted,
             finished_at=workflow.now().isoformat(timespec="seconds"),
             warnings=list(s.warnings),
+            reporter_input=s.reporter_input,
         )
 
     def variables(self, **extra: object) -> dict:
@@ -295,6 +308,9 @@ class DeepResearch:
         return self.outcome if workflow.patched("phase-shows-outcome") else phase
 
     def set_plan(self, plan: Plan, steps_cut: list[str]) -> None:
+        old = self.state.plan
+        if old and old is not plan and workflow.patched("findings-of-every-plan"):
+            self.state.earlier_steps += [s for s in old.steps if s.execution_res]  # the reporter's too
         self.state.plan, self.steps_cut = plan, steps_cut
         self.state.plan_version += 1
         if self.has_attributes:
@@ -340,6 +356,7 @@ class DeepResearch:
             outcome=self.outcome,
             note=self.note,
             warnings=list(self.state.warnings),
+            sources=len(self.state.sources),
         )
 
     @workflow.signal(name="review")

@@ -108,6 +108,9 @@ class TaskScore(Model):
 
     fact_recall: float | None = None  # found / required; None when no fact is required
     facts: dict[str, bool] = Field(default_factory=dict)
+    # required facts present in what the reporter was shown / required facts
+    evidence_recall: float | None = None
+    evidence_facts: dict[str, bool] = Field(default_factory=dict)
     avoided: dict[str, bool] = Field(default_factory=dict)  # True: the distractor was not used
     distractors_used: int = 0
     not_in_corpus_stated: bool | None = None  # only for unanswerable tasks

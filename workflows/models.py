@@ -156,6 +156,11 @@ class ResearchInput(Model):
     # run of the schedule that started this one (workflows/continuation.py).
     continue_from: str | None = Field(default=None, min_length=1, max_length=1000)
     schedule: str | None = Field(default=None, min_length=1, max_length=200)
+    # Evidence each research step gathers before its first model turn
+    # (workflows/evidence.py): pages read (0: the pure agent loop), and the
+    # tokens one page or evidence set may put into a prompt.
+    evidence_pages: int = Field(default=3, ge=0, le=10)
+    evidence_tokens: int = Field(default=3_000, ge=200, le=200_000)
 
     @field_validator("question")
     @classmethod
@@ -215,6 +220,9 @@ class ResearchResult(Model):
     # What a reader must know before trusting the report (e.g. it rests on no
     # source, or was built from the findings because the reporter failed).
     warnings: list[str] = Field(default_factory=list)
+    # What the reporter was shown (its request as sent, a blob reference):
+    # the eval's evidence_recall reads it.
+    reporter_input: str | None = None
 
 
 class StepStatus(Model):
@@ -243,6 +251,7 @@ class RunStatus(Model):
     outcome: RunOutcome | None = None  # once the run has ended: how (the result's status)
     note: str | None = None  # e.g. the question researched as one step for want of a plan
     warnings: list[str] = Field(default_factory=list)  # as in ResearchResult
+    sources: int = 0  # sources the run retrieved so far (search results and pages read)
 
 
 class ProgressEvent(Model):
@@ -295,6 +304,9 @@ class Message(Model):
     part: int | None = None
     query: str | None = None
     source: str | None = None
+    # A user message's blob (an evidence set): at most this many tokens of
+    # it are shown, its passages most relevant to the request first.
+    budget: int | None = None
 
 
 class ModelRequest(Model):
@@ -323,6 +335,12 @@ class ModelRequest(Model):
     # The role's context window as the run learned it from the provider
     # (smaller than configured); None: as configured.
     context_window: int | None = None
+    # What one tool output or evidence set may put into the prompt, in
+    # tokens, whatever the window (the run's evidence_tokens); None: a share
+    # of the window only.
+    evidence_tokens: int | None = None
+    # Keep the request as sent in the blob store (``ModelReply.shown``).
+    keep_shown: bool = False
 
     @property
     def serving_role(self) -> str:
@@ -347,6 +365,8 @@ class ModelReply(Model):
     # Set when the provider refused the request as longer than its context
     # window: the window the request was fitted to in the end.
     context_window: int | None = None
+    # With ``keep_shown``: the request's text as sent, a blob reference.
+    shown: str | None = None
 
 
 # --- tools -------------------------------------------------------------------

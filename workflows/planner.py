@@ -134,6 +134,28 @@ def question_plan(question: str, locale: str) -> Plan:
     )
 
 
+NOTHING_READ_NOTE = (
+    "the planner says it has enough context, but nothing has been read in this run yet: researching its plan "
+    "(or the question) first"
+)
+
+
+def may_end_research(state: RunState) -> bool:
+    """Whether "enough context" may end the research: only with something read
+    in this run (a page, or evidence a step gathered) or an earlier run to
+    build on, never on the model's word alone."""
+    read = any(not page.error for page in state.crawled.values()) or any(e.read for e in state.evidence)
+    return read or state.prior is not None
+
+
+def research_anyway(plan: Plan, question: str, locale: str) -> tuple[Plan, bool]:
+    """A plan that claimed enough context with nothing read, made to research:
+    its own steps, or the question as one step when it has none (then True)."""
+    if plan.steps:
+        return plan.model_copy(update={"has_enough_context": False}), False
+    return question_plan(question, locale), True
+
+
 def parse_plan(text: str, max_step_num: int, locale: str) -> Plan:
     """The plan in a reply recorded before the model activity read plans
     itself; PlanError when there is none. Never anything but PlanError."""

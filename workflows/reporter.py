@@ -13,6 +13,7 @@ import re
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
+from workflows import evidence
 from workflows.activity_calls import too_large
 from workflows.box import Box
 
@@ -34,11 +35,15 @@ async def write_report(box: Box, partial: str = "") -> str:
     context window, each step's findings are condensed first (and again, up
     to ``CONDENSE_ROUNDS`` times): never cut off at the end."""
     state = box.state
-    findings = [(s.title, s.execution_res) for s in state.plan.steps if s.execution_res] if state.plan else []
+    every_plan = workflow.patched("reporter-reads-evidence")
+    steps = state.finished() if every_plan else state.plan.steps if state.plan else []
+    findings = [(s.title, s.execution_res) for s in steps if s.execution_res]
+    passages = await evidence.for_report(box, state.evidence) if every_plan else None
     for round_ in range(CONDENSE_ROUNDS + 1):
         last = round_ == CONDENSE_ROUNDS
+        request = _report_request(box, findings, partial, trim=last, passages=passages if every_plan else False)
         try:
-            reply = await box.calls.chat_said(_report_request(box, findings, partial, trim=last), "reporter")
+            reply = await box.calls.chat_said(request, "reporter")
             break
         except ActivityError as err:
             oversized = _too_large(err)
@@ -49,18 +54,33 @@ async def write_report(box: Box, partial: str = "") -> str:
             )
             findings = await _condense_all(box, findings, *oversized)
     report = reply.content
+    state.reporter_input = reply.shown
     if state.prior and not has_changes_section(report):
         report = with_changes(report, await _what_changed(box, report))
     report = verify_citations(report, list(state.sources.values()))
     if partial and "partial" not in report[:500].lower():
         report = f"> **Partial report:** {partial}; it covers only what was found before.\n\n{report}"
+    if every_plan and not state.sources:
+        box.warn(NO_SOURCE)
+        report = f"> **Warning:** {NO_SOURCE}\n\n{report}"
     return report
+
+
+NO_SOURCE = (
+    "this report rests on no source: no search result and no page was read in this run, "
+    "so everything in it is the model's own text, not research"
+)
 
 
 CONDENSE_ROUNDS = 3
 
 
-def _report_request(box: Box, findings: list[tuple[str, str]], partial: str, trim: bool) -> ModelRequest:
+def _report_request(
+    box: Box, findings: list[tuple[str, str]], partial: str, trim: bool, passages: str | None | bool = False
+) -> ModelRequest:
+    """The reporter's request; ``passages`` (a blob of the evidence behind the
+    findings) or False for a run recorded before the reporter read evidence
+    and background together."""
     state = box.state
     sources = "\n".join(f"- [{c.title or c.url}]({c.url})" for c in state.sources.values())
     parts = [f"# Research question\n{state.topic}"]
@@ -72,19 +92,38 @@ def _report_request(box: Box, findings: list[tuple[str, str]], partial: str, tri
     if state.plan:
         parts.append(f"# Plan: {state.plan.title}\n{state.plan.thought}")
     found = "\n\n".join(f"## {title}\n{text}" for title, text in findings)
-    parts.append(f"# Findings\n{found or state.background or '(none)'}")
+    if passages is False:  # recorded before: the background only when nothing else was found
+        parts.append(f"# Findings\n{found or state.background or '(none)'}")
+    else:
+        parts.append(f"# Findings\n{found or '(none)'}")
+        if state.background:
+            parts.append(f"# Background investigation (a first search on the question)\n{state.background}")
     parts.append(f"# Sources you may cite\n{sources or '(none)'}")
+    if passages:
+        parts.append(EVIDENCE_HEADING)
     changes: dict[str, str] = {}
     if state.prior:  # building on an earlier run: its report, and what changed since
         parts.insert(1, reporter_context(state.prior))
         changes = {"changes_since": state.prior.date}
+    budget = box.request.evidence_tokens if passages else None
     return ModelRequest(
         role="reporter",
         prompt="reporter",
         variables=box.variables(report_style=box.request.report_style, **changes),
-        messages=[Message(role="user", content="\n\n".join(parts))],
+        messages=[
+            Message(
+                role="user",
+                content="\n\n".join(parts) + ("\n\n" if passages else ""),
+                blob=passages or None,
+                budget=budget,
+            )
+        ],
         on_overflow="trim" if trim else "refuse",
+        keep_shown=passages is not False,
     )
+
+
+EVIDENCE_HEADING = "# Evidence: passages of the pages the findings rest on, each after a link to its page"
 
 
 async def _what_changed(box: Box, report: str) -> str:

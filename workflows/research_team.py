@@ -13,11 +13,14 @@ import asyncio
 
 from temporalio import workflow
 
-from workflows.agent import agent_tools, run_agent
+from workflows import evidence
+from workflows.agent import Finished, agent_tools, run_agent
 from workflows.box import Box
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
-    from workflows.models import Plan
+    from workflows.evidence_models import Gathered, StepEvidence
+    from workflows.models import Plan, Step
+    from workflows.state import AgentCheckpoint
 
 AGENT_FOR_STEP = {"research": "researcher", "processing": "coder", "analysis": "analyst"}
 
@@ -65,27 +68,51 @@ class ResearchTeam:
             self.running.add(index)
             workflow.set_current_details(f"Step {index + 1}/{len(plan.steps)}: {step.title}")
             box.emit("step_started", step.title, index)
-            task = f"# Research question\n{box.state.topic}\n\n# Your step\n## {step.title}\n{step.description}\n\n" + (
-                f"# Findings of earlier steps\n{earlier}\n" if earlier else ""
-            )
-            session = f"{workflow.info().workflow_id}/{box.state.plan_iterations}/{index}"
             role = AGENT_FOR_STEP[step.step_type]
-            has_resources = bool(box.request.resources)
+            where = f"{role} · step {index + 1}"
+            resume = box.state.agents.pop(index, None)
+            reads = role == "researcher" and box.request.evidence_pages > 0 and workflow.patched("gather-evidence")
+            gathered = resume.gathered if resume else None
+            if reads and resume is None:
+                gathered = await evidence.gather(box, step, where)
             outcome = await run_agent(
                 box.calls,
                 role,
-                task,
-                box.variables(has_resources=has_resources),
+                self.task(step, earlier),
+                box.variables(has_resources=bool(box.request.resources)),
                 box.request.agent_max_turns,
-                session,
-                agent_tools(role, has_resources),
+                f"{workflow.info().workflow_id}/{box.state.plan_iterations}/{index}",
+                agent_tools(role, bool(box.request.resources)),
                 out_of_budget=box.out_of_budget,
-                resume=box.state.agents.pop(index, None),
-                where=f"{role} · step {index + 1}",
+                resume=resume,
+                where=where,
+                evidence=gathered.evidence.blob if gathered and gathered.evidence else None,
+                evidence_tokens=box.request.evidence_tokens,
             )
-            self.running.discard(index)
-            if isinstance(outcome, str):
-                step.execution_res = outcome
-                box.emit("step_finished", step.title, index)
+            if isinstance(outcome, AgentCheckpoint):  # paused: the next run goes on from here
+                outcome.gathered = gathered
+                box.state.agents[index] = outcome
             else:
-                box.state.agents[index] = outcome  # paused: the next run goes on from here
+                step.execution_res = await self.findings(step, outcome, gathered if reads else None, where)
+                box.emit("step_finished", step.title, index)
+            self.running.discard(index)
+
+    def task(self, step: Step, earlier: str) -> str:
+        """The agent's task: the question, its step and what earlier steps
+        found; the question's background search too when the plan is the
+        question itself (the planner gave none)."""
+        state = self.box.state
+        task = f"# Research question\n{state.topic}\n\n# Your step\n## {step.title}\n{step.description}\n\n"
+        if state.fallback_plan and state.background:
+            task += f"# What a first search on the question found\n{state.background}\n\n"
+        return task + (f"# Findings of earlier steps\n{earlier}\n" if earlier else "")
+
+    async def findings(self, step: Step, outcome: Finished, gathered: Gathered | None, where: str) -> str:
+        """The step's findings; a researcher's with the passages they rest on
+        kept for the reporter, and said plainly when nothing was read."""
+        if gathered is None:
+            return outcome.text
+        box = self.box
+        support = await evidence.support(box, step, outcome.text, outcome.history, gathered, where)
+        box.state.evidence.append(StepEvidence(title=step.title, support=support.blob, read=support.read))
+        return support.findings

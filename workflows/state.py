@@ -14,7 +14,8 @@ from typing import Any
 from pydantic import Field, field_validator
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
-from workflows.models import Citation, Clarification, Message, Model, Plan, ToolResult, Usage
+from workflows.evidence_models import Gathered, StepEvidence
+from workflows.models import Citation, Clarification, Message, Model, Plan, Step, ToolResult, Usage
 from workflows.prior import PriorRun
 
 
@@ -27,6 +28,7 @@ class AgentCheckpoint(Model):
     turns: int = 0  # model calls made
     cells: list[str] = Field(default_factory=list)  # code the step's sandbox session has run
     cell_refs: list[str] = Field(default_factory=list)  # the same, as blob references (newer runs)
+    gathered: Gathered | None = None  # what the step read before its first turn
 
 
 class RunState(Model):
@@ -52,6 +54,10 @@ class RunState(Model):
     windows: dict[str, int] = Field(default_factory=dict)  # context windows learned from the provider, by role
     prior: PriorRun | None = None  # the earlier run this one builds on (--continue-from, a schedule)
     warnings: list[str] = Field(default_factory=list)  # for the result and status (Box.warn)
+    evidence: list[StepEvidence] = Field(default_factory=list)  # what finished research steps rest on
+    earlier_steps: list[Step] = Field(default_factory=list)  # finished steps of plans replaced since
+    fallback_plan: bool = False  # the plan is the question as one step (no usable plan came)
+    reporter_input: str | None = None  # the reporter's request as sent (blob), for the eval
 
     @field_validator("sources", mode="before")
     @classmethod
@@ -61,8 +67,10 @@ class RunState(Model):
             return {c["url"] if isinstance(c, dict) else c.url: c for c in value}
         return value
 
+    def finished(self) -> list[Step]:
+        """Every finished step: of earlier plans, then of the current one."""
+        return self.earlier_steps + [s for s in (self.plan.steps if self.plan else []) if s.execution_res]
+
     def findings(self) -> str:
         """Every finished step's findings, as markdown sections."""
-        if self.plan is None:
-            return ""
-        return "\n\n".join(f"## {s.title}\n{s.execution_res}" for s in self.plan.steps if s.execution_res)
+        return "\n\n".join(f"## {s.title}\n{s.execution_res}" for s in self.finished() if s.execution_res)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from client.display import make_console, print_report
@@ -44,6 +45,8 @@ async def main(args: argparse.Namespace) -> int:
 
     fmt = output_format(args)
     text = render(result, fmt)
+    for warning in result.warnings:  # on stderr: what a reader must know, apart from the report itself
+        print(f"warning: {warning}", file=sys.stderr)
     if args.output or fmt in BINARY_FORMATS:  # a PDF or Word file is never printed to the terminal
         path = args.output or report_path(args, conn.data_dir / "reports", args.workflow_id)[0]
         save(path, text)

@@ -230,6 +230,8 @@ class Desk:
                 "citations": [c.model_dump() for c in result.citations],
                 "usage": result.usage.model_dump(),
                 "usage_text": usage_text(result.usage),  # the CLI's wording
+                "warnings": result.warnings,
+                "sources": len(result.citations),
             }
             out["files"] = await self._files(run_id)
         elif described.status and described.status != WorkflowExecutionStatus.RUNNING:

@@ -35,6 +35,8 @@ DESK_FIELDS = (
     "review_timeout_hours",
     "on_review_timeout",
     "token_budget",
+    "evidence_pages",
+    "evidence_tokens",
     "resources",
 )
 

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from client.errors import CliError
 
-RATES = ("fact_recall", "citation_validity", "citation_support")
+RATES = ("fact_recall", "evidence_recall", "citation_validity", "citation_support")
 COSTS = ("tokens", "model_calls", "searches", "crawls", "seconds")
 JSON_FIELDS = (
     "id",
@@ -24,6 +24,8 @@ JSON_FIELDS = (
     "status",
     "fact_recall",
     "facts",
+    "evidence_recall",
+    "evidence_facts",
     "avoided",
     "distractors_used",
     "not_in_corpus_stated",
@@ -109,7 +111,18 @@ def _found(mapping: dict[str, bool]) -> str:
 
 def task_table(records: list[dict]) -> Table:
     table = Table(title="Tasks", show_lines=False)
-    for name in ("task", "run", "status", "recall", "facts", "avoided", "not in corpus", "cites valid", "support"):
+    for name in (
+        "task",
+        "run",
+        "status",
+        "recall",
+        "facts",
+        "shown",
+        "avoided",
+        "not in corpus",
+        "cites valid",
+        "support",
+    ):
         table.add_column(name)
     for name in ("tokens", "calls", "searches", "crawls", "seconds", "judge"):
         table.add_column(name, justify="right")
@@ -122,6 +135,7 @@ def task_table(records: list[dict]) -> Table:
             r["status"] if not r.get("error") else f"failed: {r['error'][:60]}",
             _rate(r.get("fact_recall")),
             _found(r.get("facts") or {}),
+            _rate(r.get("evidence_recall")),
             _found(r.get("avoided") or {}),
             "-" if stated is None else ("yes" if stated else "NO"),
             _rate(r.get("citation_validity")),
@@ -141,7 +155,7 @@ def totals_table(total: dict[str, Any]) -> Table:
     table = Table(title=f"Totals ({total['tasks']} tasks, {total['runs']} run(s) each; mean ± spread over runs)")
     table.add_column("score")
     table.add_column("value", justify="right")
-    for name in ("fact_recall", "citation_validity", "citation_support", "not_in_corpus_stated", "judge", *COSTS):
+    for name in (*RATES, "not_in_corpus_stated", "judge", *COSTS):
         value = total.get(name)
         text = "-" if value is None else (f"{value:.2f}" if isinstance(value, float) else str(value))
         if spread.get(name) is not None:

@@ -76,6 +76,8 @@ async function startRun(event) {
   if ($("max-steps").value) body.max_step_num = Number($("max-steps").value);
   if ($("report-style").value) body.report_style = $("report-style").value;
   if ($("token-budget").value) body.token_budget = Number($("token-budget").value);
+  if ($("evidence-pages").value) body.evidence_pages = Number($("evidence-pages").value);
+  if ($("evidence-tokens").value) body.evidence_tokens = Number($("evidence-tokens").value);
   try {
     const started = await api("/runs", body);
     notice("");
@@ -254,7 +256,10 @@ function showReport(id, data) {
   }
   // A podcast or deck being made: look again until it is there.
   if (["slides", "podcast"].some((kind) => files[kind] === "running")) lookAgain(id, 2000);
-  $("usage").textContent = `${data.result.status} · ${data.result.usage_text}`;
+  $("usage").textContent = `${data.result.status} · sources cited: ${data.result.sources} · ${data.result.usage_text}`;
+  const warnings = data.result.warnings || [];
+  $("warnings").hidden = !warnings.length;
+  $("warnings").replaceChildren(...warnings.map((w) => el("li", "Warning: " + w)));
   box.hidden = false;
 }
 

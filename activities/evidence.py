@@ -1,0 +1,282 @@
+"""Evidence: the passages of what a research step read, ranked against the
+step, for its first model turn (``rank_evidence``); the passages its findings
+rest on, for the reporter (``support_findings``, ``join_evidence``).
+
+Pages live in the blob store (the crawl's markdown); this module cuts them in
+passages (``activities/reading.py``), ranks them with BM25, and writes what it
+picked back to the blob store, so workflow history carries only references.
+The CPU work runs in a thread, never on the worker's event loop.
+
+Every passage is rendered as one paragraph, ``[Title](URL): text``, so each
+keeps its page wherever it is shown (a reader cut for a small window drops
+whole passages, never their links).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass
+
+from temporalio import activity
+
+from activities import reading, tokens
+from activities.llm import render_prompt
+from infra.blobs import BlobStore
+from workflows.evidence_models import (
+    EvidenceJoin,
+    EvidencePage,
+    EvidenceSet,
+    GatherRequest,
+    Support,
+    SupportRequest,
+)
+from workflows.models import Citation
+
+PASSAGE_TOKENS = 180  # a passage of evidence, before its link
+MAX_PAGE_CHARS = 2_000_000  # of one page's text looked at
+LOCAL_TITLE = "Local documents"
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    page: int  # index into the pages
+    at: int  # position in its page
+    text: str
+
+
+@dataclass(frozen=True)
+class Source:
+    title: str
+    url: str
+    text: str
+
+
+def render(source: Source, text: str) -> str:
+    """One passage as one paragraph, after a link to its page."""
+    title = " ".join(source.title.replace("[", "(").replace("]", ")").split()) or source.url or LOCAL_TITLE
+    body = " ".join(text.split()) if "|" not in text else text.strip()
+    return f"[{title}]({source.url}): {body}" if source.url else f"[{title}]: {body}"
+
+
+def chunks_of(sources: list[Source]) -> list[Chunk]:
+    out: list[Chunk] = []
+    for n, source in enumerate(sources):
+        out += [Chunk(n, i, c) for i, c in enumerate(reading.passages(source.text[:MAX_PAGE_CHARS], PASSAGE_TOKENS))]
+    return out
+
+
+def pick(sources: list[Source], chunks: list[Chunk], order: list[int], budget: int) -> list[int]:
+    """Passages in ``order`` (best first) within ``budget`` tokens: first the
+    best of each page, so every page read has its say, then the rest."""
+    first: list[int] = []
+    seen: set[int] = set()
+    for i in order:
+        if chunks[i].page not in seen:
+            seen.add(chunks[i].page)
+            first.append(i)
+    taken = set(first)
+    chosen, used = [], 0
+    for i in first + [i for i in order if i not in taken]:
+        cost = tokens.count(render(sources[chunks[i].page], chunks[i].text)) + 2
+        if used + cost <= budget:
+            chosen.append(i)
+            used += cost
+    return chosen
+
+
+def arrange(sources: list[Source], chunks: list[Chunk], chosen: list[int], order: list[int]) -> str:
+    """The chosen passages grouped by page (the page of the best passage
+    first), in page order within a page."""
+    rank_of = {i: r for r, i in enumerate(order)}
+    best = {}
+    for i in chosen:
+        best[chunks[i].page] = min(best.get(chunks[i].page, len(order)), rank_of.get(i, len(order)))
+    ordered = sorted(chosen, key=lambda i: (best[chunks[i].page], chunks[i].page, chunks[i].at))
+    return "\n\n".join(render(sources[chunks[i].page], chunks[i].text) for i in ordered)
+
+
+def evidence_set(request: GatherRequest, sources: list[Source]) -> tuple[str, list[Citation], int]:
+    """The evidence set's text (header and passages), the pages that gave
+    passages, and how many passages."""
+    chunks = chunks_of(sources)
+    if not chunks:
+        return "", [], 0
+    order = [i for _, i in reading.Index([c.text for c in chunks]).scores(request.focus)]
+    if not order:  # nothing matches the step's words: each page's start
+        order = sorted(range(len(chunks)), key=lambda i: (chunks[i].at, chunks[i].page))
+    else:
+        ranked = set(order)
+        order += sorted(
+            (i for i in range(len(chunks)) if i not in ranked), key=lambda i: (chunks[i].at, chunks[i].page)
+        )
+    queries = "; ".join(f'"{q}"' for q in request.queries) or "the step"
+    header = render_prompt("evidence", {"queries": queries, "pages": str(len([s for s in sources if s.url]))})
+    chosen = pick(sources, chunks, order, request.budget - tokens.count(header))
+    pages = {chunks[i].page for i in chosen}
+    cited = [Citation(title=s.title, url=s.url) for n, s in enumerate(sources) if n in pages and s.url]
+    return f"{header.strip()}\n\n{arrange(sources, chunks, chosen, order)}", cited, len(chosen)
+
+
+# --- the findings and the passages they rest on -------------------------------------
+
+
+def claim_terms(text: str) -> set[str]:
+    return set(reading.terms(text))
+
+
+def numbers(text: str) -> set[str]:
+    return {n.replace(",", "") for n in _NUMBER.findall(text)}
+
+
+def holds(claim: str, passage: str) -> bool:
+    """Whether ``passage`` plausibly states ``claim``: every number of the
+    claim, and most of its other words (half of them beside its numbers,
+    three in five without)."""
+    figures = numbers(claim)
+    wanted = {t for t in claim_terms(claim) if not t.isdigit()}
+    if len(wanted) + len(figures) < 3 or not wanted:
+        return False
+    shared = len(wanted & claim_terms(passage)) / len(wanted)
+    if figures:
+        return figures <= numbers(passage) and shared >= 0.5
+    return shared >= 0.6
+
+
+def claim_lines(findings: str) -> list[tuple[int, str]]:
+    """(line number, text) of the findings' lines that state something: not
+    headings, rules, table rows, code, links-only or very short lines."""
+    out, fenced = [], False
+    for n, line in enumerate(findings.split("\n")):
+        bare = line.strip()
+        if bare.startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or len(bare) < 20 or bare.startswith(("#", "|", "---", ">")) or "://" in bare:
+            continue
+        out.append((n, bare))
+    return out
+
+
+def supported(findings: str, sources: list[Source], chunks: list[Chunk]) -> tuple[str, list[int]]:
+    """The findings with each line that a read page holds followed by a link
+    to that page (when it names none), and the passages found, in the order
+    of the findings."""
+    lines = findings.split("\n")
+    index = reading.Index([c.text for c in chunks])
+    found: list[int] = []
+    for n, line in claim_lines(findings):
+        pages: list[int] = []
+        for sentence in re.split(r"(?<=[.!?;。！？])\s+", line):
+            for _, i in index.scores(sentence)[:3]:
+                if holds(sentence, chunks[i].text):
+                    if i not in found:
+                        found.append(i)
+                    if chunks[i].page not in pages:
+                        pages.append(chunks[i].page)
+                    break
+        links = [f"[source]({sources[p].url})" for p in pages[:2] if sources[p].url]
+        if links:
+            lines[n] = f"{lines[n].rstrip()} ({', '.join(links)})"
+    return "\n".join(lines), found
+
+
+def conversation_reads(history: str) -> tuple[list[tuple[str, str, str]], str, bool]:
+    """From an agent's conversation (the JSON of its messages): the pages it
+    read ((url, title, blob) of tool results with a page), what its local
+    searches found, and whether a web search of its found anything."""
+    try:
+        messages = json.loads(history)
+    except ValueError:
+        return [], "", False
+    names: dict[str, str] = {}
+    pages: list[tuple[str, str, str]] = []
+    local: list[str] = []
+    searched = False
+    for m in messages if isinstance(messages, list) else []:
+        for call in m.get("tool_calls") or []:
+            names[str(call.get("id"))] = str(call.get("name"))
+        if m.get("role") != "tool":
+            continue
+        content = str(m.get("content") or "")
+        name = names.get(str(m.get("tool_call_id")), "")
+        if content.startswith("Error"):
+            continue
+        if m.get("blob") and str(m.get("source") or "").startswith(("http://", "https://")):
+            title = content.split("\n", 1)[0].removeprefix("# ").strip()
+            pages.append((str(m["source"]), title, str(m["blob"])))
+        elif name == "local_search" and content.strip():
+            local.append(content)
+        elif name == "web_search" and "URL:" in content:
+            searched = True
+    return pages, "\n\n".join(local), searched
+
+
+class EvidenceActivities:
+    def __init__(self, blobs: BlobStore) -> None:
+        self.blobs = blobs
+
+    async def _sources(self, pages: list[EvidencePage], local: str) -> list[Source]:
+        unique = list({p.url: p for p in pages}.values())
+        texts = await asyncio.gather(*(self.blobs.get(p.blob) for p in unique))
+        sources = [Source(p.title or p.url, p.url, text) for p, text in zip(unique, texts) if text.strip()]
+        return sources + ([Source(LOCAL_TITLE, "", local)] if local.strip() else [])
+
+    @activity.defn(name="rank_evidence")
+    async def rank_evidence(self, request: GatherRequest) -> EvidenceSet:
+        sources = await self._sources(request.pages, request.local)
+        text, pages, count = await asyncio.to_thread(evidence_set, request, sources)
+        if not count:
+            return EvidenceSet()
+        return EvidenceSet(blob=await self.blobs.put(text), pages=pages, passages=count, tokens=tokens.count(text))
+
+    @activity.defn(name="support_findings")
+    async def support_findings(self, request: SupportRequest) -> Support:
+        pages, local, searched = list(request.pages), request.local, False
+        if request.history:
+            read, more, searched = conversation_reads(await self.blobs.get(request.history))
+            pages += [EvidencePage(url=u, title=t, blob=b) for u, t, b in read]
+            local = "\n\n".join(x for x in (local, more) if x)
+        sources = await self._sources(pages, local)
+        findings, text, count = await asyncio.to_thread(support_of, request, sources)
+        blob = await self.blobs.put(text) if count else None
+        return Support(findings=findings, blob=blob, read=len(sources), searched=searched, passages=count)
+
+    @activity.defn(name="join_evidence")
+    async def join_evidence(self, request: EvidenceJoin) -> str | None:
+        """The steps' supporting passages as one set, a passage from each step
+        in turn, within the budget; None when there are none."""
+        texts = await asyncio.gather(*(self.blobs.get(s.support) for s in request.steps if s.support))
+        text = await asyncio.to_thread(joined, texts, request.budget)
+        return await self.blobs.put(text) if text else None
+
+
+def support_of(request: SupportRequest, sources: list[Source]) -> tuple[str, str, int]:
+    """The findings with their pages named, the passages they rest on (then
+    the step's best passages, to fill the budget) and how many."""
+    chunks = chunks_of(sources)
+    if not chunks:
+        return request.findings, "", 0
+    findings, found = supported(request.findings, sources, chunks)
+    taken = set(found)
+    order = found + [i for _, i in reading.Index([c.text for c in chunks]).scores(request.focus) if i not in taken]
+    chosen = pick(sources, chunks, order, request.budget) if order else []
+    return findings, arrange(sources, chunks, chosen, order), len(chosen)
+
+
+def joined(texts: list[str], budget: int) -> str:
+    queues = [[p for p in text.split("\n\n") if p.strip()] for text in texts]
+    chosen: list[list[str]] = [[] for _ in queues]
+    used, seen = 0, set()
+    for depth in range(max((len(q) for q in queues), default=0)):
+        for n, queue in enumerate(queues):
+            if depth >= len(queue) or queue[depth] in seen:
+                continue
+            cost = tokens.count(queue[depth]) + 2
+            if used + cost <= budget:
+                seen.add(queue[depth])
+                chosen[n].append(queue[depth])
+                used += cost
+    return "\n\n".join(p for group in chosen for p in group)

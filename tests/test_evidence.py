@@ -1,0 +1,182 @@
+"""Every research step reads before its first model turn, whatever the model
+does (workflows/evidence.py), end to end on the dev server with the real
+worker, crawler and scripted model and search servers."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+
+import pytest
+
+from testkit.llm_server import prompt_tokens
+from testkit.pages import article
+from testkit.research_script import FACT, plan_json
+from testkit.research_script import first_user as first_user_text
+from testkit.runs import start
+
+QUESTION = "Tell me about Lantern Rock"
+WORDS = (
+    "harbour survey tide ledger cargo vessel northern coastal archive weather storm signal beacon record voyage "
+    "merchant timber grain salt copper island channel reef inspection season annual register clerk customs quay"
+).split()
+
+
+def filler(seed: int, size: int) -> list[str]:
+    """Paragraphs of prose that share no word with the step or the fact."""
+    rng = random.Random(seed)
+    out, total = [], 0
+    while total < size:
+        sentence = " ".join(rng.choice(WORDS) for _ in range(rng.randint(60, 90)))
+        out.append(sentence.capitalize() + ".")
+        total += len(sentence) + 12
+    return out
+
+
+def facts_in(text: str) -> list[str]:
+    return sorted(set(re.findall(r"FACT: [^\n.]+", text)))
+
+
+def toolless_researcher(request: dict) -> str:
+    """A weak model: never calls a tool, writes the FACT lines it was shown
+    (without saying where they came from), or a guess."""
+    found = facts_in(first_user_text(request))
+    return "## Findings\n" + ("\n".join(f"- {f}" for f in found) if found else "- It was probably built long ago.")
+
+
+async def test_a_researcher_that_never_calls_a_tool_writes_from_the_pages_its_step_read(
+    temporal_client, task_queue, worker, llm, script, pages, tavily
+):
+    script.researcher = toolless_researcher
+    script.steps = [("How many ships did the Lantern Rock keeper log in 1911", "research")]
+    handle = await start(
+        temporal_client, task_queue, QUESTION, auto_accept_plan=True, enable_background_investigation=False
+    )
+    async with asyncio.timeout(90):
+        result = await handle.result()
+    page = pages.url("/lighthouse")
+    first = first_user_text(llm.calls("researcher")[0])
+    assert FACT in first and page in first  # the page was read for it before its first turn
+    assert [r["query"] for r in tavily.requests] == ["How many ships did the Lantern Rock keeper log in 1911"]
+    assert len(llm.calls("researcher")) == 1 and result.usage.crawls == 1
+    # The finding it wrote without a source now names the page that holds it.
+    assert f"- {FACT} ([source]({page}))" in result.observations[0]
+    assert FACT in result.final_report and [c.url for c in result.citations] == [page]
+    assert result.warnings == []
+
+
+async def test_evidence_pages_zero_is_the_pure_agent_loop(temporal_client, task_queue, worker, llm, script, pages):
+    script.researcher = toolless_researcher
+    handle = await start(
+        temporal_client,
+        task_queue,
+        QUESTION,
+        auto_accept_plan=True,
+        enable_background_investigation=False,
+        evidence_pages=0,
+    )
+    async with asyncio.timeout(90):
+        result = await handle.result()
+    assert pages.hits == [] and result.usage.crawls == 0 and result.usage.searches == 0
+    assert FACT not in first_user_text(llm.calls("researcher")[0])
+
+
+@pytest.mark.parametrize("window", [1_000_000, 6_000])
+async def test_a_fact_sixty_percent_into_a_150_kb_page_is_read_at_any_window(
+    temporal_client, task_queue, research_worker, llm, script, pages, window
+):
+    body = filler(7, 150_000)
+    body.insert(int(len(body) * 0.6), FACT + ".")
+    pages.add("/lighthouse", article("Lantern Rock history", body))
+    script.researcher = toolless_researcher
+    script.steps = [("How many ships did the Lantern Rock keeper log in 1911", "research")]
+    llm.context_window = window
+    async with research_worker(DEEPRESEARCH_CONTEXT_WINDOW=str(window)):
+        handle = await start(
+            temporal_client, task_queue, QUESTION, auto_accept_plan=True, enable_background_investigation=False
+        )
+        async with asyncio.timeout(120):
+            result = await handle.result()
+    researcher = llm.calls("researcher")[0]
+    assert FACT in first_user_text(researcher)
+    assert FACT in result.final_report and llm.rejected == []
+    # What the page puts into the prompt is its worth, not the window's room:
+    # the 150 KB page (~35,000 tokens) costs at most the evidence budget.
+    assert prompt_tokens(researcher) < 3_000 + 2_500
+
+
+async def test_a_page_the_agent_crawls_costs_its_evidence_budget_not_the_window(
+    temporal_client, task_queue, research_worker, llm, script, pages
+):
+    body = filler(8, 150_000)
+    body.insert(int(len(body) * 0.6), FACT + ".")
+    pages.add("/lighthouse", article("Lantern Rock history", body))
+    script.steps = [("How many ships did the Lantern Rock keeper log in 1911", "research")]
+    async with research_worker(DEEPRESEARCH_CONTEXT_WINDOW="1000000"):
+        handle = await start(
+            temporal_client,
+            task_queue,
+            QUESTION,
+            auto_accept_plan=True,
+            enable_background_investigation=False,
+            evidence_pages=0,
+            evidence_tokens=2_000,
+        )
+        async with asyncio.timeout(120):
+            result = await handle.result()
+    last = llm.calls("researcher")[-1]  # after its search and its crawl
+    page = next(m for m in last["messages"] if m["role"] == "tool" and m["content"].startswith("# Lantern Rock"))
+    assert prompt_tokens({"messages": [page]}) <= 2_100  # the whole page is about 35,000 tokens
+    assert FACT in page["content"] and "find_in_page" in page["content"]  # its best passages, how to read on
+    assert FACT in result.final_report
+
+
+async def test_a_run_that_read_nothing_says_so(temporal_client, task_queue, worker, llm, script, tavily):
+    tavily.fail_rate(1.0, statuses=(503,))  # the search engine is down
+    guesses = []
+
+    def researcher(request):
+        guesses.append(request)
+        return "## Findings\n- This research has been submitted to Scopus and confirmed by experts."
+
+    script.researcher = researcher
+    script.steps = [("Find the lighthouse fact", "research")]
+    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
+    async with asyncio.timeout(120):
+        result = await handle.result()
+    status = await handle.query("status")
+    assert result.status == "completed"
+    assert result.observations[0].startswith("**No evidence was gathered for this step** (the search failed")
+    assert "Scopus" not in result.observations[0]
+    assert result.final_report.startswith("> **Warning:** this report rests on no source")
+    assert result.warnings and "rests on no source" in result.warnings[0]
+    assert status["warnings"] == result.warnings
+
+
+async def test_enough_context_with_nothing_read_does_not_end_the_research(
+    temporal_client, task_queue, worker, llm, script, pages
+):
+    script.planner = lambda request: plan_json("Nothing to do", [], enough=True)
+    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
+    async with asyncio.timeout(90):
+        result = await handle.result()
+    assert result.status == "completed" and pages.hits  # the question was researched as one step
+    assert [s.title for s in result.plan.steps] == [QUESTION]
+    assert FACT in result.final_report and len(llm.calls("researcher")) >= 1
+
+
+async def test_the_fallback_step_and_the_reporter_see_the_background_search(
+    temporal_client, task_queue, worker, llm, script, tavily, pages
+):
+    snippet = "The keeper's log counted SNIPPET-ONLY-4417 ships."
+    tavily.handler = lambda query, n: [
+        {"title": "Lantern Rock history", "url": pages.url("/lighthouse"), "content": snippet, "score": 0.9}
+    ]
+    script.planner = lambda request: "I cannot write a plan."
+    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
+    async with asyncio.timeout(90):
+        result = await handle.result()
+    assert result.status == "completed" and len(result.plan.steps) == 1
+    assert "SNIPPET-ONLY-4417" in first_user_text(llm.calls("researcher")[0])
+    assert "SNIPPET-ONLY-4417" in first_user_text(llm.calls("reporter")[0])

@@ -1,0 +1,117 @@
+"""The decisions of evidence gathering, as pure functions (workflows/evidence.py)
+and the ranking and tracing of passages (activities/evidence.py)."""
+
+from __future__ import annotations
+
+from activities import tokens
+from activities.evidence import Source, chunks_of, evidence_set, holds, joined, supported
+from activities.reading import excerpt
+from infra.eval_score import score
+from workflows.eval_models import EvalTask
+from workflows.evidence import candidates, step_queries, without_evidence
+from workflows.evidence_models import GatherRequest
+from workflows.models import Citation, Plan, ResearchResult, Step, ToolResult
+from workflows.planner import may_end_research, research_anyway
+from workflows.state import RunState
+
+FILLER = " ".join(["The harbour survey recorded tides and cargo along the northern quay."] * 6)
+
+
+def step(title: str, description: str = "") -> Step:
+    return Step(title=title, description=description)
+
+
+def test_a_step_searches_its_title_with_the_questions_subject_and_its_description():
+    topic = "How do solid-state batteries compare with lithium-ion cells in 2025?"
+    assert step_queries(topic, step("Solid-state battery energy density")) == ["Solid-state battery energy density"]
+    # A title that names none of the question's words is searched about its subject.
+    (query,) = step_queries(topic, step("Energy density figures"))
+    assert query.startswith("How do solid-state batteries") and query.endswith("Energy density figures")
+    both = step_queries(topic, step("Solid-state cost", "Find the 2025 price per kWh of solid-state cells"))
+    assert both == ["Solid-state cost", "Find the 2025 price per kWh of solid-state cells"]
+    assert len(step_queries(topic, step("x" * 5_000))[0]) <= 300
+    assert step_queries("A question", step("", "")) == ["A question"]
+
+
+def test_the_pages_read_are_each_querys_best_in_turn_each_once():
+    def found(*urls: str) -> ToolResult:
+        return ToolResult(content="", sources=[Citation(url=u, title=u[-1]) for u in urls])
+
+    results = [found("http://a/1", "http://a/2", "http://a/3"), found("http://b/1", "http://a/1")]
+    assert [u for u, _ in candidates(results, 3, set())] == ["http://a/1", "http://b/1", "http://a/2"]
+    assert [u for u, _ in candidates(results, 9, {"http://a/1"})] == ["http://b/1", "http://a/2", "http://a/3"]
+    failed = ToolResult(content="Error: down", error=True, sources=[Citation(url="http://x/1")])
+    local = ToolResult(content="", sources=[Citation(url="file:///home/me/notes.md")])
+    assert candidates([failed, local], 3, set()) == []
+
+
+def test_the_evidence_set_holds_the_passages_the_step_is_about_with_their_pages():
+    deep = "\n\n".join([FILLER] * 60 + ["The keeper logged 4417 ships in 1911 at Lantern Rock."] + [FILLER] * 40)
+    sources = [Source("Lantern Rock", "http://x/rock", deep), Source("Other", "http://x/other", FILLER)]
+    request = GatherRequest(focus="How many ships did the Lantern Rock keeper log in 1911", budget=600)
+    text, pages, count = evidence_set(request, sources)
+    assert "[Lantern Rock](http://x/rock): The keeper logged 4417 ships in 1911" in text
+    assert tokens.count(text) <= 600 and count >= 1
+    assert pages[0].url == "http://x/rock"
+    # Nothing matches the step's words: each page's start, never nothing.
+    text, _, count = evidence_set(GatherRequest(focus="zeppelin", budget=600), sources)
+    assert count >= 2 and "[Other](http://x/other)" in text
+
+
+def test_a_claim_is_traced_to_the_passage_that_holds_it_and_only_then():
+    page = "The keeper logged 4,417 ships in 1911.\n\nThe lamp was lit by paraffin until 1950."
+    sources = [Source("Lantern Rock", "http://x/rock", page)]
+    chunks = chunks_of(sources)
+    findings = "## Findings\n- The keeper logged 4417 ships in 1911.\n- The lamp burned whale oil in 1950.\n"
+    annotated, found = supported(findings, sources, chunks)
+    lines = annotated.split("\n")
+    assert lines[1] == "- The keeper logged 4417 ships in 1911. ([source](http://x/rock))"
+    assert lines[2] == "- The lamp burned whale oil in 1950."  # a number it holds, words it does not
+    assert [chunks[i].text for i in found] == ["The keeper logged 4,417 ships in 1911."]
+    assert not holds("The keeper logged 5000 ships in 1911.", chunks[0].text)
+
+
+def test_the_reporters_evidence_takes_from_every_step_in_turn():
+    one = "\n\n".join(f"[A](http://a): passage a{n} " + "word " * 40 for n in range(10))
+    two = "\n\n".join(f"[B](http://b): passage b{n} " + "word " * 40 for n in range(10))
+    text = joined([one, two], 200)
+    assert "passage a0" in text and "passage b0" in text and tokens.count(text) <= 200
+    assert joined([], 200) == ""
+
+
+def test_an_evidence_set_too_long_for_the_window_keeps_its_best_passages_whole():
+    text = "\n\n".join(f"[P{n}](http://p/{n}): {FILLER}" for n in range(30))
+    text += "\n\n[Rock](http://rock): The keeper logged 4417 ships."
+    shown = excerpt(text, 300, "keeper ships")
+    assert "[Rock](http://rock): The keeper logged 4417 ships." in shown
+    assert "more passage(s) left out" in shown and tokens.count(shown) <= 300
+    assert excerpt("short", 300) == "short"
+
+
+def test_without_evidence_the_findings_say_so():
+    assert without_evidence("the search failed: down").startswith("**No evidence was gathered for this step** (the")
+
+
+def test_enough_context_ends_the_research_only_once_something_was_read():
+    state = RunState(topic="t", locale="en-US")
+    assert not may_end_research(state)
+    state.crawled["http://x"] = ToolResult(content="Error: 404", error=True)
+    assert not may_end_research(state)
+    state.crawled["http://y"] = ToolResult(content="# Y", blob="sha256:" + "0" * 64)
+    assert may_end_research(state)
+    empty = Plan(title="t", has_enough_context=True)
+    plan, fallback = research_anyway(empty, "the question", "en-US")
+    assert fallback and plan.steps[0].description == "the question" and not plan.has_enough_context
+    plan, fallback = research_anyway(Plan(title="t", has_enough_context=True, steps=[step("s")]), "q", "en-US")
+    assert not fallback and [s.title for s in plan.steps] == ["s"] and not plan.has_enough_context
+
+
+def test_evidence_recall_counts_the_facts_the_reporter_was_shown():
+    task = EvalTask.model_validate(
+        {"id": "t", "question": "q", "facts": [{"id": "f1", "number": 4417}, {"id": "f2", "any": ["paraffin"]}]}
+    )
+    result = ResearchResult(status="completed", question="q", locale="en", final_report="It logged 4417 ships.")
+    scored = score(task, [], result, shown="[user]\n... 4,417 ships ... lit by paraffin ...")
+    assert scored.fact_recall == 0.5 and scored.evidence_recall == 1.0
+    assert scored.evidence_facts == {"f1": True, "f2": True}
+    assert score(task, [], result).evidence_recall is None  # a run that kept no record of it
