@@ -23,7 +23,7 @@ from temporalio import workflow
 from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
-from workflows import continuation, coordinator, investigation, planner, reporter
+from workflows import continuation, coordinator, investigation, planner, recheck, reporter
 from workflows.activity_calls import ActivityCalls, failure_reason
 from workflows.box import Box
 from workflows.failures import PARTIAL_REPORT, blob_missing
@@ -136,8 +136,16 @@ class DeepResearch:
     async def research(self) -> ResearchResult:
         r, s, box = self.request, self.state, self.box
         if not self.continued:
+            # 0. Keeping a topic current: the earlier run first; its own question
+            #    needs no coordinator again (workflows/recheck.py).
+            rechecking = recheck.wanted(r) and workflow.patched(recheck.PATCH)
+            if rechecking:
+                s.prior = await continuation.load_prior(r.continue_from, r.schedule)
+
             # 1. Coordinator: answer small talk, decline harmful requests, or hand off.
-            decision = await coordinator.coordinate(box, self.ask_user)
+            decision = (rechecking and recheck.handed_on(r, s.prior)) or await coordinator.coordinate(
+                box, self.ask_user
+            )
             if decision.kind == "answer":
                 return self.finish("answered_directly", decision.text)
             if decision.kind == "decline":
@@ -147,10 +155,19 @@ class DeepResearch:
 
             # 1b. Building on an earlier run: what it found, and its sources.
             if r.continue_from or r.schedule:
-                s.prior = await continuation.load_prior(r.continue_from, r.schedule)
+                if not rechecking:
+                    s.prior = await continuation.load_prior(r.continue_from, r.schedule)
                 if s.prior:
                     merge_sources(s.sources, s.prior)
                     self.emit("notice", f"building on run {s.prior.run_id} of {s.prior.date}")
+
+            # 1c. Re-check its sources, whatever a model will say; nothing changed: its report stands.
+            if rechecking and s.prior:
+                self.set_phase("investigating")
+                s.recheck = await recheck.recheck(box)
+                if recheck.nothing_changed(s.recheck, s.prior):
+                    self.set_phase("reporting")
+                    return self.finish("completed", recheck.unchanged_report(box))
 
             # 2. Background investigation: index the user's documents, and one
             #    web search before planning.
@@ -275,6 +292,7 @@ class DeepResearch:
             budget_exhausted=s.budget_exhausted,
             finished_at=workflow.now().isoformat(timespec="seconds"),
             warnings=list(s.warnings),
+            **recheck.kept(s),
         )
 
     def variables(self, **extra: object) -> dict:

@@ -11,7 +11,16 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from temporalio.common import SearchAttributeKey
 
 from workflows.clean import clean_deep
@@ -156,6 +165,16 @@ class ResearchInput(Model):
     # run of the schedule that started this one (workflows/continuation.py).
     continue_from: str | None = Field(default=None, min_length=1, max_length=1000)
     schedule: str | None = Field(default=None, min_length=1, max_length=200)
+    # Re-read the earlier run's sources and re-run its searches before
+    # planning (`--recheck`; a scheduled run always does: workflows/recheck.py).
+    recheck: bool = False
+
+    @field_validator("recheck")
+    @classmethod
+    def _recheck_builds_on_a_run(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and not (info.data.get("continue_from") or info.data.get("schedule")):
+            raise ValueError("re-checking needs an earlier run: give --continue-from ID")
+        return value
 
     @field_validator("question")
     @classmethod
@@ -199,6 +218,40 @@ class Citation(Model):
     url: str
 
 
+class PageRead(Model):
+    """A page a run read, as a later run re-checks it: where, and the text it
+    read (by blob reference) with the server's validators."""
+
+    url: str  # as the report cites it (after redirects)
+    title: str = ""
+    blob: str | None = None  # the markdown it read
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+class SearchRun(Model):
+    query: str
+    urls: list[str] = Field(default_factory=list)  # what it found
+
+
+class RecheckSummary(Model):
+    """What a run's re-check of the earlier run's sources found (counts)."""
+
+    since: str  # the earlier run's date
+    run_id: str  # the earlier run
+    pages: int = 0  # pages re-read
+    changed: int = 0
+    gone: int = 0
+    moved: int = 0
+    not_compared: int = 0  # no earlier copy to compare with, or unreadable now
+    searches: int = 0  # searches run again
+    new_results: int = 0
+
+    @property
+    def found_changes(self) -> bool:
+        return bool(self.changed or self.gone or self.moved or self.new_results)
+
+
 class ResearchResult(Model):
     status: RunOutcome
     question: str
@@ -215,6 +268,11 @@ class ResearchResult(Model):
     # What a reader must know before trusting the report (e.g. it rests on no
     # source, or was built from the findings because the reporter failed).
     warnings: list[str] = Field(default_factory=list)
+    # Kept so a later run can re-check them (workflows/recheck.py): the pages
+    # this run read and the searches it ran; None in results of older runs.
+    pages: list[PageRead] | None = None
+    searches: list[SearchRun] | None = None
+    recheck: RecheckSummary | None = None  # a run that re-checked: what it found
 
 
 class StepStatus(Model):
@@ -407,6 +465,9 @@ class ToolResult(Model):
     part: int | None = None
     query: str | None = None
     source: str | None = None
+    # crawl: the page's validators, so a later run can ask whether it changed
+    etag: str | None = None
+    last_modified: str | None = None
 
 
 # --- side outputs: podcast, slides, prose ------------------------------------

@@ -16,6 +16,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from workflows.models import Citation, Clarification, Message, Model, Plan, ToolResult, Usage
 from workflows.prior import PriorRun
+from workflows.recheck_models import Recheck
 
 
 class AgentCheckpoint(Model):
@@ -52,6 +53,7 @@ class RunState(Model):
     windows: dict[str, int] = Field(default_factory=dict)  # context windows learned from the provider, by role
     prior: PriorRun | None = None  # the earlier run this one builds on (--continue-from, a schedule)
     warnings: list[str] = Field(default_factory=list)  # for the result and status (Box.warn)
+    recheck: Recheck | None = None  # what re-reading the prior run's sources found (workflows/recheck.py)
 
     @field_validator("sources", mode="before")
     @classmethod
