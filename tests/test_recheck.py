@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -62,6 +64,34 @@ def requests_between(llm, before: int) -> list[dict]:
 
 
 @pytest.fixture
+def desk(worker_env, tmp_path):
+    """`deepresearch ui` on a free port: GET its JSON API; yields a getter."""
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    log = open(tmp_path / "desk.log", "wb")
+    proc = subprocess.Popen([str(BIN / "deepresearch"), "ui", "--port", str(port)], env=worker_env, stdout=log,
+                            stderr=subprocess.STDOUT)  # fmt: skip
+
+    def get(path: str) -> dict:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api{path}", timeout=30) as answer:
+            return json.load(answer)
+
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            get("/health")
+            break
+        except OSError:
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "desk.log").read_text()
+            time.sleep(0.1)
+    yield get
+    proc.terminate()
+    proc.wait(10)
+    log.close()
+
+
+@pytest.fixture
 def schedule(worker_env):
     """A schedule on the question that runs only when triggered; deleted after."""
     name = f"watch-{time.time_ns() % 10**9}"
@@ -72,7 +102,7 @@ def schedule(worker_env):
 
 
 async def test_changed_pages_give_each_old_and_new_value_cited(
-    worker_env, worker, llm, pages, script, temporal_client, schedule
+    worker_env, worker, llm, pages, script, temporal_client, schedule, desk
 ):
     pages.add("/lighthouse", article(*PAGE), validators=True)
     first_id = await scheduled_run(worker_env, temporal_client, schedule, 1)
@@ -111,6 +141,12 @@ async def test_changed_pages_give_each_old_and_new_value_cited(
     )
     row = next(line for line in listed.stdout.splitlines() if line.startswith(schedule))
     assert second_id in row and f"changes since {then}: 1 source(s) changed" in row
+    # the desk: the run's "What changed" first, in a card of its own; the schedule with what its last run found
+    shown = (await asyncio.to_thread(desk, f"/runs/{second_id}"))["result"]
+    assert shown["changes_html"].startswith("<h2>What changed since") and "5120" in shown["changes_html"]
+    assert "What changed since" not in shown["report_html"]
+    schedules = (await asyncio.to_thread(desk, "/schedules"))["schedules"]
+    assert next(s for s in schedules if s["name"] == schedule)["changes"].startswith(f"changes since {then}")
 
 
 async def test_nothing_changed_says_so_in_one_line_and_costs_no_model_call(

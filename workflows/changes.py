@@ -147,11 +147,17 @@ def for_reporter(recheck: Recheck) -> str:
 def without_changes(report: str) -> str:
     """The report without a section on what changed (its own heading
     ``## What changed since …`` up to the next heading of its level or above),
-    so a report built on it has exactly one. String operations only."""
-    lines = report.split("\n")
-    out: list[str] = []
+    so a report built on it has exactly one."""
+    return split_changes(report)[1]
+
+
+def split_changes(report: str) -> tuple[str, str]:
+    """(its sections on what changed, the rest of the report): string
+    operations only, linear in the report."""
+    kept: list[str] = []
+    left_out: list[str] = []
     skipping = 0  # the level of the heading of the section being left out
-    for line in lines:
+    for line in report.split("\n"):
         head = line.lstrip()
         if head.startswith("#"):
             level = len(head) - len(head.lstrip("#"))
@@ -160,7 +166,5 @@ def without_changes(report: str) -> str:
                 skipping = 0
             if not skipping and level <= 3 and title.startswith(CHANGES_HEADING.lower()):
                 skipping = level
-                continue
-        if not skipping:
-            out.append(line)
-    return "\n".join(out).strip("\n") + "\n"
+        (left_out if skipping else kept).append(line)
+    return "\n".join(left_out).strip(), "\n".join(kept).strip("\n") + "\n"
