@@ -164,7 +164,7 @@ async def test_nothing_changed_says_so_in_one_line_and_costs_no_model_call(
     then, today = first["finished_at"][:10], second["finished_at"][:10]
     report = second["final_report"]
     assert section_of(report).strip() == (
-        f"{then}\n\nNothing changed: the 1 source(s) the report of {then} cited read the same on {today}, "
+        f"{then}\n\nNothing changed: the 1 source(s) behind the report of {then} say the same on {today}, "
         "and its 2 search(es) found nothing new."
     )
     # the earlier report once, under its own title: one set of key points, one of sources

@@ -35,7 +35,7 @@ def same(url: str = A) -> PageCheck:
 # --- what is read again --------------------------------------------------------------
 
 
-def test_the_cited_pages_are_read_again_with_what_the_run_kept_of_them():
+def test_the_cited_pages_then_the_others_read_are_read_again_with_what_the_run_kept_of_them():
     kept = PageRead(url=A, title="A", blob="sha256:" + "a" * 64, etag='"e1"', last_modified="Mon, 05 Jan 2026")
     earlier = prior(
         citations=[Citation(title="Page A", url=A + "/"), Citation(title="B", url=B), Citation(url="file:///doc.pdf")],
@@ -45,7 +45,14 @@ def test_the_cited_pages_are_read_again_with_what_the_run_kept_of_them():
     assert [(r.url, r.title, r.blob, r.etag, r.last_modified) for r in requests] == [
         (A + "/", "Page A", kept.blob, '"e1"', "Mon, 05 Jan 2026"),  # a trailing slash is the same page
         (B, "B", None, None, None),  # cited, never read: read now, nothing to compare with
-    ]  # a local document is not a web page; a page read but not cited is not re-read
+        (
+            "http://news.example/uncited",
+            "",
+            "sha256:" + "c" * 64,
+            None,
+            None,
+        ),  # read, not cited: a finding may rest on it
+    ]  # a local document is not a web page
     assert left == 0
 
 
@@ -136,8 +143,8 @@ def test_the_section_lists_old_and_new_each_cited_and_names_what_is_gone_or_move
 def test_nothing_changed_is_one_line():
     text = changes.changes_section(checked(same(), same(B), searches=(SearchCheck(query="q"),)))
     assert text == (
-        "## What changed since 2026-01-05\n\nNothing changed: the 2 source(s) the report of 2026-01-05 cited "
-        "read the same on 2026-01-12, and its 1 search(es) found nothing new."
+        "## What changed since 2026-01-05\n\nNothing changed: the 2 source(s) behind the report of 2026-01-05 "
+        "say the same on 2026-01-12, and its 1 search(es) found nothing new."
     )
     assert recheck.memo_line(recheck.summarise(checked(same()))) == "no changes since 2026-01-05"
 

@@ -98,7 +98,7 @@ def sections(recheck: Recheck) -> list[tuple[str, list[str]]]:
             "Not compared",
             _named(not_compared, lambda p: p.note or "could not be read now")
             + [f"- the search “{s.query}” failed now: {s.error}" for s in failed]
-            + ([f"- {recheck.pages_left} more cited source(s) were not re-read"] if recheck.pages_left else []),
+            + ([f"- {recheck.pages_left} more source(s) were not read again"] if recheck.pages_left else []),
         ),
     ]
     return [(label, lines) for label, lines in out if lines]
@@ -107,7 +107,7 @@ def sections(recheck: Recheck) -> list[tuple[str, list[str]]]:
 def nothing_line(recheck: Recheck) -> str:
     pages, searches = len(recheck.pages), len(recheck.searches)
     said = (
-        f"Nothing changed: the {pages} source(s) the report of {recheck.since} cited read the same on {recheck.today}"
+        f"Nothing changed: the {pages} source(s) behind the report of {recheck.since} say the same on {recheck.today}"
     )
     if searches:
         said += f", and its {searches} search(es) found nothing new"
@@ -120,7 +120,7 @@ def body(recheck: Recheck) -> str:
     if not found:
         return nothing_line(recheck)
     unchanged = sum(1 for p in recheck.pages if p.outcome == "unchanged" and not p.moved_to)
-    parts = [f"The sources the report of {recheck.since} cited were read again on {recheck.today}."]
+    parts = [f"The sources behind the report of {recheck.since} were read again on {recheck.today}."]
     parts += [f"**{label}**\n\n" + "\n".join(lines) for label, lines in found]
     if unchanged:
         parts.append(f"The other {unchanged} source(s) read the same as then.")

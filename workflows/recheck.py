@@ -83,12 +83,13 @@ def _key(url: str) -> str:
 
 
 def pages_to_check(prior: PriorRun) -> tuple[list[RecheckRequest], int]:
-    """The pages the earlier run cited (or, citing none, read), each with
-    what it kept of it; and how many more there were than are read again."""
+    """The pages the earlier run cited, then those it read without citing
+    (a finding may rest on one), each with what it kept of it; and how many
+    more there were than are read again."""
     kept = {_key(p.url): p for p in prior.pages or []}
-    cited = prior.citations or [Citation(title=p.title, url=p.url) for p in prior.pages or []]
+    behind = [*prior.citations, *(Citation(title=p.title, url=p.url) for p in prior.pages or [])]
     requests: dict[str, RecheckRequest] = {}
-    for citation in cited:
+    for citation in behind:
         key = _key(citation.url)
         if key in requests or not citation.url.startswith(("http://", "https://")):
             continue

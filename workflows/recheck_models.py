@@ -73,5 +73,5 @@ class Recheck(Model):
     today: str  # the date of the re-check
     pages: list[PageCheck] = Field(default_factory=list)
     searches: list[SearchCheck] = Field(default_factory=list)
-    pages_left: int = 0  # cited pages beyond the bound, not re-read
+    pages_left: int = 0  # pages beyond the bound, not read again
     kept_nothing: bool = False  # the earlier run kept no pages or searches (it ran before they were kept)
