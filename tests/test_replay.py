@@ -50,6 +50,7 @@ def test_there_are_histories_to_replay():
         "cancelled_phase",
         "rechecked_changed",  # a scheduled run that re-checked its sources and found a change
         "rechecked_unchanged",  # one that found none: no model call
+        "scheduled_before_recheck",  # a scheduled run recorded before the recheck-sources patch
     } <= {p.stem for p in HISTORIES}
 
 
