@@ -6,9 +6,14 @@ earlier run that kept nothing to compare with."""
 
 from __future__ import annotations
 
+import argparse
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from client.errors import CliError
+from client.options import research_input
 from workflows import changes, recheck
 from workflows.models import Citation, PageRead, ResearchInput, SearchRun, ToolResult
 from workflows.prior import PriorRun, with_changes
@@ -202,3 +207,10 @@ def test_a_run_keeps_the_pages_it_read_and_carries_the_earlier_ones_it_did_not()
     ]
     assert [(s.query, s.urls) for s in kept["searches"]] == [("q", [B]), ("old", [A])]
     assert kept["recheck"] is None
+
+
+def test_recheck_without_a_run_to_build_on_is_one_line():
+    with pytest.raises(CliError, match=r"^invalid run options: --recheck: .*give --continue-from ID$"):
+        research_input(argparse.Namespace(question="q", recheck=True))
+    given = research_input(argparse.Namespace(question="q", recheck=True, continue_from="research-1"))
+    assert given.recheck and given.continue_from == "research-1"
