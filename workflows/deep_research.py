@@ -153,21 +153,10 @@ class DeepResearch:
             s.topic = decision.topic
             s.locale = r.locale or decision.locale or s.locale
 
-            # 1b. Building on an earlier run: what it found, and its sources.
-            if r.continue_from or r.schedule:
-                if not rechecking:
-                    s.prior = await continuation.load_prior(r.continue_from, r.schedule)
-                if s.prior:
-                    merge_sources(s.sources, s.prior)
-                    self.emit("notice", f"building on run {s.prior.run_id} of {s.prior.date}")
-
-            # 1c. Re-check its sources, whatever a model will say; nothing changed: its report stands.
-            if rechecking and s.prior:
-                self.set_phase("investigating")
-                s.recheck = await recheck.recheck(box)
-                if recheck.nothing_changed(s.recheck, s.prior):
-                    self.set_phase("reporting")
-                    return self.finish("completed", recheck.unchanged_report(box))
+            # 1b. Building on an earlier run: what it found, and its sources;
+            # 1c. re-checked, whatever a model will say (nothing changed: its report stands).
+            if (r.continue_from or r.schedule) and (unchanged := await self.build_on_earlier(rechecking)):
+                return unchanged
 
             # 2. Background investigation: index the user's documents, and one
             #    web search before planning.
@@ -216,6 +205,25 @@ class DeepResearch:
         self.set_phase("reporting")
         partial = f"the token budget of {r.token_budget:,} tokens was reached" if s.budget_exhausted else ""
         return self.finish("completed", await reporter.write_report(box, partial))
+
+    async def build_on_earlier(self, rechecking: bool) -> ResearchResult | None:
+        """Steps 1b and 1c: the earlier run (loaded already when re-checking)
+        and, when re-checking, its sources read again; the result when
+        nothing changed, else None."""
+        r, s = self.request, self.state
+        if not rechecking:
+            s.prior = await continuation.load_prior(r.continue_from, r.schedule)
+        if s.prior:
+            merge_sources(s.sources, s.prior)
+            self.emit("notice", f"building on run {s.prior.run_id} of {s.prior.date}")
+        if not (rechecking and s.prior):
+            return None
+        self.set_phase("investigating")
+        s.recheck = await recheck.recheck(self.box)
+        if not recheck.nothing_changed(s.recheck, s.prior):
+            return None
+        self.set_phase("reporting")
+        return self.finish("completed", recheck.unchanged_report(self.box))
 
     # --- the boxes that talk to the user or hand over --------------------------
 
