@@ -27,6 +27,7 @@ from activities.local_docs.activities import LocalDocsActivities
 from activities.local_docs.sharing import SharedIndexes
 from activities.mcp.activities import McpActivities
 from activities.mcp.config import load_mcp_config
+from activities.recheck import RecheckActivities
 from activities.sandbox import make_sandbox
 from activities.sandbox.activities import SandboxActivities
 from activities.sandbox.base import Sandbox
@@ -116,6 +117,7 @@ def build_worker(
             model.chat,
             search.web_search,
             crawl.crawl,
+            RecheckActivities(crawl, blobs).recheck_page,
             code.run_python,
             code.close_sandbox,
             docs.index_resources,

@@ -5,12 +5,18 @@ final URL and the blob reference. Permanent problems (refused URL, 4xx, wrong
 content type, too large, redirect loops) come back as an error ``ToolResult``
 the model can read; transient ones (network errors, timeouts, 5xx, 429) raise
 ``CrawlTransientError`` so Temporal retries the activity.
+
+``read_page`` is the fetch and conversion both the crawl and the re-check of
+a scheduled run (``activities/recheck.py``) use: it keeps the page's
+``ETag`` and ``Last-Modified`` and can ask conditionally (``If-None-Match``,
+``If-Modified-Since``), and tells a page that is gone (404, 410) apart.
 """
 
 from __future__ import annotations
 
 import asyncio
 import zlib
+from dataclasses import dataclass
 from datetime import timedelta
 
 import httpx
@@ -47,6 +53,64 @@ def _origin(url: str) -> str:
     return f"{parsed.scheme}://{parsed.host}:{port}"
 
 
+@dataclass(frozen=True)
+class Page:
+    url: str  # where it was read, after redirects
+    title: str
+    markdown: str
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    url: str
+    mime: str
+    charset: str | None
+    body: bytes
+    etag: str | None
+    last_modified: str | None
+
+
+class PageGone(CrawlRefused):
+    """404 or 410: the page is no longer there."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class NotModified(Exception):  # noqa: N818 - HTTP's name for it
+    """A conditional request's 304: the page is as it was."""
+
+    def __init__(self, url: str, etag: str | None, last_modified: str | None) -> None:
+        super().__init__(url)
+        self.url, self.etag, self.last_modified = url, etag, last_modified
+
+
+MAX_VALIDATOR = 200  # characters of an ETag or Last-Modified kept
+
+
+def _validators(response: httpx.Response) -> tuple[str | None, str | None]:
+    """The response's ``ETag`` and ``Last-Modified``, when short and printable."""
+    found = []
+    for name in ("etag", "last-modified"):
+        value = (response.headers.get(name) or "").strip()
+        ok = value and len(value) <= MAX_VALIDATOR and value.isascii() and value.isprintable()
+        found.append(value if ok else None)
+    return found[0], found[1]
+
+
+def conditional_headers(etag: str | None, last_modified: str | None) -> dict[str, str]:
+    """The headers that ask for the page only if it changed since it was read."""
+    headers = {}
+    if etag:
+        headers["If-None-Match"] = etag
+    if last_modified:
+        headers["If-Modified-Since"] = last_modified
+    return headers
+
+
 class CrawlActivities:
     """The ``crawl`` activity; one instance per worker."""
 
@@ -71,35 +135,46 @@ class CrawlActivities:
     @activity.defn(name="crawl")
     async def crawl(self, request: CrawlRequest) -> ToolResult:
         """Fetch ``request.url``, store its markdown as a blob, return title and URL."""
-        url = request.url
+        try:
+            page = await self.read_page(request.url)
+        except (UnsafeURL, CrawlRefused) as e:
+            return ToolResult(error=True, content=f"Error: {one_line(str(e))}")
+        ref = await self.blobs.put(page.markdown)
+        return ToolResult(
+            content=f"# {page.title}\nURL: {page.url}\n",
+            blob=ref,
+            sources=[Citation(title=page.title, url=page.url)],
+            etag=page.etag,
+            last_modified=page.last_modified,
+        )
+
+    async def read_page(self, url: str, conditional: dict[str, str] | None = None) -> Page:
+        """The page at ``url`` as markdown. Raises ``UnsafeURL`` or
+        ``CrawlRefused`` (``PageGone`` for 404 and 410) for what no retry
+        mends, ``NotModified`` when a ``conditional`` request's answer is
+        304, and a transient ``ApplicationError`` (network, timeout, 5xx,
+        429) that Temporal retries."""
         try:
             async with heartbeating():  # the conversion too: a big PDF takes a while
                 async with asyncio.timeout(self.timeout):
-                    final_url, mime, charset, body = await self._download(url)
-                title, markdown = await asyncio.to_thread(CONVERTERS[mime], body, charset, final_url)
+                    fetched = await self._download(url, conditional or {})
+                title, markdown = await asyncio.to_thread(
+                    CONVERTERS[fetched.mime], fetched.body, fetched.charset, fetched.url
+                )
             if not markdown.strip():
-                raise CrawlRefused(f"no readable text found on {final_url}")
-        except (UnsafeURL, CrawlRefused) as e:
-            return ToolResult(error=True, content=f"Error: {one_line(str(e))}")
+                raise CrawlRefused(f"no readable text found on {fetched.url}")
         except (httpx.InvalidURL, httpx.DecodingError) as e:
-            return ToolResult(error=True, content=f"Error: cannot fetch {url}: {one_line(str(e))}")
+            raise CrawlRefused(f"cannot fetch {url}: {one_line(str(e))}") from None
         except TimeoutError:
             raise _transient(f"timed out after {self.timeout:g} s fetching {url}") from None
         except httpx.TransportError as e:
             reason = one_line(str(e)) or type(e).__name__
             raise _transient(f"network error fetching {url}: {reason}") from e
-        title = title or final_url
-        ref = await self.blobs.put(markdown)
-        return ToolResult(
-            content=f"# {title}\nURL: {final_url}\n",
-            blob=ref,
-            sources=[Citation(title=title, url=final_url)],
-        )
+        return Page(fetched.url, title or fetched.url, markdown, fetched.etag, fetched.last_modified)
 
-    async def _download(self, url: str) -> tuple[str, str, str | None, bytes]:
+    async def _download(self, url: str, conditional: dict[str, str]) -> _Fetched:
         """Follow redirects (checking every hop, connecting only to the
-        addresses checked) and read the body: (final URL, MIME type, charset,
-        body)."""
+        addresses checked) and read the body."""
         seen = {url}
         backend = PinnedBackend(self.allow_private)
         async with httpx.AsyncClient(
@@ -114,7 +189,9 @@ class CrawlActivities:
                 addresses = await check_url(url, self.allow_private)
                 if addresses:
                     backend.pins[httpx.URL(url).host] = addresses
-                async with client.stream("GET", url) as response:
+                async with client.stream("GET", url, headers=conditional) as response:
+                    if response.status_code == 304 and conditional:  # httpx counts 304 among redirects
+                        raise NotModified(str(response.url), *_validators(response))
                     if response.is_redirect:
                         location = response.headers.get("location")
                         if not location:
@@ -126,7 +203,7 @@ class CrawlActivities:
                         continue
                     mime = self._check(response)
                     body = await self._read(response)
-                    return str(response.url), mime, response.charset_encoding, body
+                    return _Fetched(str(response.url), mime, response.charset_encoding, body, *_validators(response))
         raise CrawlRefused(f"too many redirects (more than {self.max_redirects}), last to {url}")
 
     def _check(self, response: httpx.Response) -> str:
@@ -137,6 +214,8 @@ class CrawlActivities:
                 f"HTTP {status} {response.reason_phrase} from {url}",
                 response.headers.get("retry-after"),
             )
+        if status in (404, 410):
+            raise PageGone(f"HTTP {status} {response.reason_phrase} from {url}", status)
         if not response.is_success:
             raise CrawlRefused(f"HTTP {status} {response.reason_phrase} from {url}")
         content_type = response.headers.get("content-type", "text/html")

@@ -38,8 +38,11 @@ def prior_of(run_id: str, result: ResearchResult) -> PriorRun:
         locale=result.locale,
         finished_at=result.finished_at or "",
         report=result.final_report[:MAX_PRIOR_REPORT],
+        report_cut=len(result.final_report) > MAX_PRIOR_REPORT,
         findings=findings[:MAX_PRIOR_FINDINGS],
         citations=result.citations,
+        pages=result.pages,
+        searches=result.searches,
     )
 
 

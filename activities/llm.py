@@ -51,6 +51,8 @@ def render_prompt(name: str, variables: dict[str, Any]) -> str:
     values["local_docs"] = render_prompt("local_docs", {}) if variables.get("has_resources") else ""
     building_on = variables.get("changes_since") and name != "changes"  # an earlier report: workflows/continuation.py
     values["changes"] = render_prompt("changes", variables) if building_on else ""
+    if variables.get("recheck_since") and name != "recheck":  # its sources re-checked: workflows/recheck.py
+        values["changes"] = render_prompt("recheck", variables)
     style = variables.get("report_style")
     if style:
         values["style_guide"] = _prompt_file(f"styles/{style}.md")

@@ -1,6 +1,6 @@
 """Run the benchmarks:
 
-    python -m bench                 # all six (about 6 minutes)
+    python -m bench                 # all seven (about 6 minutes)
     python -m bench --only 1,4      # a selection
     python -m bench --quick         # fewer repetitions
 
@@ -31,6 +31,7 @@ from bench.benchmarks import (
     bench_tokens,
 )
 from bench.harness import BenchEnv
+from bench.recheck import bench_recheck
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TITLES = {
@@ -40,12 +41,13 @@ TITLES = {
     "4": "history size",
     "5": "command-line response time",
     "6": "tokens sent per canonical run",
+    "7": "keeping a topic current: an unchanged world",
 }
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Benchmarks of the research workflow.")
-    parser.add_argument("--only", default="1,2,3,4,5,6", help="comma-separated benchmark numbers (default: all)")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7", help="comma-separated benchmark numbers (default: all)")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--runs", type=int, help="repetitions per mode for benchmarks 1 and 2")
     parser.add_argument("--cli-repeats", type=int, help="timed runs of each command in benchmark 5 (default 7)")
@@ -90,6 +92,8 @@ async def run(args: argparse.Namespace) -> dict:
                 out = await bench_cli(env, repeats5)
             elif number == "6":
                 out = await bench_tokens(env, args.baseline)
+            elif number == "7":
+                out = await bench_recheck(env)
             else:
                 out = await bench_history(env)
             out["seconds"] = round(time.perf_counter() - begin, 1)

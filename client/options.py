@@ -143,6 +143,15 @@ RUN_OPTIONS: tuple[tuple[str, str, dict], ...] = (
             "help": "build on a finished run: plan from what it found and research only what is missing",
         },
     ),
+    (
+        "--recheck",
+        "recheck",
+        {
+            "action": "store_true",
+            "help": "with --continue-from: first read its sources again and re-run its searches; the report "
+            "says what changed, each old and new value cited (scheduled runs always do)",
+        },
+    ),
 )
 OPTION_OF_FIELD = {field: option for option, field, _ in RUN_OPTIONS}
 

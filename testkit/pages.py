@@ -3,6 +3,8 @@ from a table of routes that tests can change while it runs."""
 
 from __future__ import annotations
 
+import email.utils
+import hashlib
 import html
 import threading
 import time
@@ -19,6 +21,21 @@ class _Route:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    validators: bool = False  # ETag and Last-Modified, and 304 to a request that has them
+
+    def not_modified(self, request_headers) -> bool:
+        if not self.validators:
+            return False
+        etag, since = request_headers.get("If-None-Match"), request_headers.get("If-Modified-Since")
+        return (
+            bool(etag or since)
+            and etag in (None, self.headers["ETag"])
+            and since
+            in (
+                None,
+                self.headers["Last-Modified"],
+            )
+        )
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -34,19 +51,21 @@ class _Handler(BaseHTTPRequestHandler):
         pages = self.pages
         with pages._lock:
             pages.hits.append(self.path)
+            pages.requests.append((self.path, dict(self.headers.items())))
             route = pages._routes.get(self.path) or pages._routes.get(urlsplit(self.path).path)
         if route is None:
             route = _Route(b"not found", 404, {"Content-Type": "text/plain"})
         if route.delay:
             time.sleep(route.delay)
+        same = route.not_modified(self.headers)
         try:
-            self.send_response(route.status)
+            self.send_response(304 if same else route.status)
             for name, value in route.headers.items():
                 self.send_header(name, value)
-            if not any(name.lower() == "content-length" for name in route.headers):
+            if not same and not any(name.lower() == "content-length" for name in route.headers):
                 self.send_header("Content-Length", str(len(route.body)))
             self.end_headers()
-            if send_body:
+            if send_body and not same:
                 self.wfile.write(route.body)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test)
@@ -68,6 +87,7 @@ class PageServer(LoopbackServer):
     def __init__(self) -> None:
         super().__init__()
         self.hits: list[str] = []
+        self.requests: list[tuple[str, dict[str, str]]] = []  # (path, request headers), in order
         self._routes: dict[str, _Route] = {}
         self._lock = threading.Lock()
 
@@ -82,12 +102,19 @@ class PageServer(LoopbackServer):
         status: int = 200,
         headers: dict[str, str] | None = None,
         delay: float = 0.0,
+        validators: bool = False,
     ) -> None:
-        """Serve ``body`` at ``path``; ``headers`` add to (or override) Content-Type."""
+        """Serve ``body`` at ``path``; ``headers`` add to (or override)
+        Content-Type. ``validators``: send an ``ETag`` (the body's hash) and a
+        ``Last-Modified`` (when it was added), and answer a request that
+        carries them with 304 Not Modified, as a real server does."""
         data = body.encode("utf-8") if isinstance(body, str) else body
         all_headers = {"Content-Type": content_type, **(headers or {})}
+        if validators:
+            all_headers["ETag"] = '"' + hashlib.sha256(data).hexdigest()[:16] + '"'
+            all_headers["Last-Modified"] = email.utils.formatdate(time.time(), usegmt=True)
         with self._lock:
-            self._routes[path] = _Route(data, status, all_headers, delay)
+            self._routes[path] = _Route(data, status, all_headers, delay, validators)
 
     def redirect(self, path: str, location: str, status: int = 302) -> None:
         """Redirect ``path`` to ``location`` (absolute, or relative to this server)."""

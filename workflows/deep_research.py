@@ -23,7 +23,7 @@ from temporalio import workflow
 from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
-from workflows import continuation, coordinator, investigation, planner, reporter
+from workflows import continuation, coordinator, investigation, planner, recheck, reporter
 from workflows.activity_calls import ActivityCalls, failure_reason
 from workflows.box import Box
 from workflows.failures import PARTIAL_REPORT, blob_missing
@@ -140,8 +140,16 @@ class DeepResearch:
     async def research(self) -> ResearchResult:
         r, s, box = self.request, self.state, self.box
         if not self.continued:
+            # 0. Keeping a topic current: the earlier run first; its own question
+            #    needs no coordinator again (workflows/recheck.py).
+            rechecking = recheck.wanted(r) and workflow.patched(recheck.PATCH)
+            if rechecking:
+                s.prior = await continuation.load_prior(r.continue_from, r.schedule)
+
             # 1. Coordinator: answer small talk, decline harmful requests, or hand off.
-            decision = await coordinator.coordinate(box, self.ask_user)
+            decision = (rechecking and recheck.handed_on(r, s.prior)) or await coordinator.coordinate(
+                box, self.ask_user
+            )
             if decision.kind == "answer":
                 return self.finish("answered_directly", decision.text)
             if decision.kind == "decline":
@@ -149,12 +157,10 @@ class DeepResearch:
             s.topic = decision.topic
             s.locale = r.locale or decision.locale or s.locale
 
-            # 1b. Building on an earlier run: what it found, and its sources.
-            if r.continue_from or r.schedule:
-                s.prior = await continuation.load_prior(r.continue_from, r.schedule)
-                if s.prior:
-                    merge_sources(s.sources, s.prior)
-                    self.emit("notice", f"building on run {s.prior.run_id} of {s.prior.date}")
+            # 1b. Building on an earlier run: what it found, and its sources;
+            # 1c. re-checked, whatever a model will say (nothing changed: its report stands).
+            if (r.continue_from or r.schedule) and (unchanged := await self.build_on_earlier(rechecking)):
+                return unchanged
 
             # 2. Background investigation: index the user's documents, and one
             #    web search before planning.
@@ -211,6 +217,25 @@ class DeepResearch:
         self.set_phase("reporting")
         partial = f"the token budget of {r.token_budget:,} tokens was reached" if s.budget_exhausted else ""
         return self.finish("completed", await reporter.write_report(box, partial))
+
+    async def build_on_earlier(self, rechecking: bool) -> ResearchResult | None:
+        """Steps 1b and 1c: the earlier run (loaded already when re-checking)
+        and, when re-checking, its sources read again; the result when
+        nothing changed, else None."""
+        r, s = self.request, self.state
+        if not rechecking:
+            s.prior = await continuation.load_prior(r.continue_from, r.schedule)
+        if s.prior:
+            merge_sources(s.sources, s.prior)
+            self.emit("notice", f"building on run {s.prior.run_id} of {s.prior.date}")
+        if not (rechecking and s.prior):
+            return None
+        self.set_phase("investigating")
+        s.recheck = await recheck.recheck(self.box)
+        if not recheck.nothing_changed(s.recheck, s.prior):
+            return None
+        self.set_phase("reporting")
+        return self.finish("completed", recheck.unchanged_report(self.box))
 
     # --- the boxes that talk to the user or hand over --------------------------
 
@@ -288,6 +313,7 @@ class DeepResearch:
             finished_at=workflow.now().isoformat(timespec="seconds"),
             warnings=list(s.warnings),
             reporter_input=s.reporter_input,
+            **recheck.kept(s),
         )
 
     def variables(self, **extra: object) -> dict:

@@ -11,7 +11,16 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from temporalio.common import SearchAttributeKey
 
 from workflows.clean import clean_deep
@@ -161,6 +170,16 @@ class ResearchInput(Model):
     # tokens one page or evidence set may put into a prompt.
     evidence_pages: int = Field(default=3, ge=0, le=10)
     evidence_tokens: int = Field(default=3_000, ge=200, le=200_000)
+    # Re-read the earlier run's sources and re-run its searches before
+    # planning (`--recheck`; a scheduled run always does: workflows/recheck.py).
+    recheck: bool = False
+
+    @field_validator("recheck")
+    @classmethod
+    def _recheck_builds_on_a_run(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and not (info.data.get("continue_from") or info.data.get("schedule")):
+            raise ValueError("re-checking needs an earlier run: give --continue-from ID")
+        return value
 
     @field_validator("question")
     @classmethod
@@ -204,6 +223,40 @@ class Citation(Model):
     url: str
 
 
+class PageRead(Model):
+    """A page a run read, as a later run re-checks it: where, and the text it
+    read (by blob reference) with the server's validators."""
+
+    url: str  # as the report cites it (after redirects)
+    title: str = ""
+    blob: str | None = None  # the markdown it read
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+class SearchRun(Model):
+    query: str
+    urls: list[str] = Field(default_factory=list)  # what it found
+
+
+class RecheckSummary(Model):
+    """What a run's re-check of the earlier run's sources found (counts)."""
+
+    since: str  # the earlier run's date
+    run_id: str  # the earlier run
+    pages: int = 0  # pages re-read
+    changed: int = 0
+    gone: int = 0
+    moved: int = 0
+    not_compared: int = 0  # no earlier copy to compare with, or unreadable now
+    searches: int = 0  # searches run again
+    new_results: int = 0
+
+    @property
+    def found_changes(self) -> bool:
+        return bool(self.changed or self.gone or self.moved or self.new_results)
+
+
 class ResearchResult(Model):
     status: RunOutcome
     question: str
@@ -223,6 +276,11 @@ class ResearchResult(Model):
     # What the reporter was shown (its request as sent, a blob reference):
     # the eval's evidence_recall reads it.
     reporter_input: str | None = None
+    # Kept so a later run can re-check them (workflows/recheck.py): the pages
+    # this run read and the searches it ran; None in results of older runs.
+    pages: list[PageRead] | None = None
+    searches: list[SearchRun] | None = None
+    recheck: RecheckSummary | None = None  # a run that re-checked: what it found
 
 
 class StepStatus(Model):
@@ -427,6 +485,9 @@ class ToolResult(Model):
     part: int | None = None
     query: str | None = None
     source: str | None = None
+    # crawl: the page's validators, so a later run can ask whether it changed
+    etag: str | None = None
+    last_modified: str | None = None
 
 
 # --- side outputs: podcast, slides, prose ------------------------------------

@@ -26,6 +26,7 @@ from workflows.box import Box
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     import json_repair
 
+    from workflows.changes import for_planner
     from workflows.model_output import MAX_NESTING, MAX_REPAIR_CHARS, nesting_depth, strip_think
     from workflows.models import Message, ModelRequest, Plan, Step
     from workflows.prior import planner_context
@@ -57,6 +58,8 @@ def begin(state: RunState, question: str) -> None:
         parts.append(f"# The user's original question\n{question}")
     if state.prior:
         parts.append(planner_context(state.prior))
+    if state.recheck:  # what re-reading its sources found (workflows/recheck.py)
+        parts.append(for_planner(state.recheck))
     if state.background:
         parts.append(f"# Background investigation\n{state.background}")
     state.planner_pending = [Message(role="user", content="\n\n".join(parts))]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from workflows.models import Citation, Model
+from workflows.models import Citation, Model, PageRead, SearchRun
 
 MAX_PRIOR_REPORT = 40_000  # characters of the earlier report carried (the window fitting trims further)
 MAX_PRIOR_FINDINGS = 40_000
@@ -26,8 +26,13 @@ class PriorRun(Model):
     locale: str = ""
     finished_at: str = ""  # ISO 8601
     report: str = ""
+    report_cut: bool = False  # longer than MAX_PRIOR_REPORT: ``report`` is its start
     findings: str = ""
     citations: list[Citation] = Field(default_factory=list)
+    # What a re-check compares with (workflows/recheck.py); None: the run
+    # ended before runs kept them.
+    pages: list[PageRead] | None = None
+    searches: list[SearchRun] | None = None
 
     @property
     def date(self) -> str:

@@ -18,6 +18,7 @@ from workflows.activity_calls import too_large
 from workflows.box import Box
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
+    from workflows.changes import changes_section, for_reporter, without_changes
     from workflows.models import Citation, Message, ModelRequest
     from workflows.prior import CHANGES_HEADING, has_changes_section, reporter_context, with_changes
 
@@ -55,7 +56,9 @@ async def write_report(box: Box, partial: str = "") -> str:
             findings = await _condense_all(box, findings, *oversized)
     report = reply.content
     state.reporter_input = reply.shown
-    if state.prior and not has_changes_section(report):
+    if state.recheck:  # re-checked: the workflow writes what changed, from its own comparison
+        report = with_changes(without_changes(report), changes_section(state.recheck))
+    elif state.prior and not has_changes_section(report):
         report = with_changes(report, await _what_changed(box, report))
     report = verify_citations(report, list(state.sources.values()))
     if partial and "partial" not in report[:500].lower():
@@ -105,6 +108,9 @@ def _report_request(
     if state.prior:  # building on an earlier run: its report, and what changed since
         parts.insert(1, reporter_context(state.prior))
         changes = {"changes_since": state.prior.date}
+        if state.recheck:  # what re-reading its sources found; the section is written for the model
+            parts.insert(2, for_reporter(state.recheck))
+            changes = {"recheck_since": state.prior.date}
     budget = box.request.evidence_tokens if passages else None
     return ModelRequest(
         role="reporter",

@@ -17,6 +17,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamState
 from workflows.evidence_models import Gathered, StepEvidence
 from workflows.models import Citation, Clarification, Message, Model, Plan, Step, ToolResult, Usage
 from workflows.prior import PriorRun
+from workflows.recheck_models import Recheck
 
 
 class AgentCheckpoint(Model):
@@ -58,6 +59,7 @@ class RunState(Model):
     earlier_steps: list[Step] = Field(default_factory=list)  # finished steps of plans replaced since
     fallback_plan: bool = False  # the plan is the question as one step (no usable plan came)
     reporter_input: str | None = None  # the reporter's request as sent (blob), for the eval
+    recheck: Recheck | None = None  # what re-reading the prior run's sources found (workflows/recheck.py)
 
     @field_validator("sources", mode="before")
     @classmethod

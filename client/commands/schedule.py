@@ -144,19 +144,22 @@ async def create(client, conn, args: argparse.Namespace, spec) -> int:
 
 
 async def schedule_rows(client) -> list[dict]:
-    """Each schedule: name, when, state, runs started, the last run and the next time."""
+    """Each schedule: name, when, state, runs started, the last run, the next
+    time, and what the last run's re-check found."""
     rows = []
     async for listed in await client.list_schedules():
         described = await client.get_schedule_handle(listed.id).describe()
         info, spec = described.info, described.schedule.spec
         every = ", ".join(_human(i.every) for i in spec.intervals) or ", ".join(spec.cron_expressions) or "?"
+        last = info.recent_actions[-1].action.workflow_id if info.recent_actions else None
         rows.append(
             {
                 "name": listed.id,
                 "every": every,
                 "state": "paused" if described.schedule.state.paused else "active",
                 "runs": info.num_actions,
-                "last": info.recent_actions[-1].action.workflow_id if info.recent_actions else "-",
+                "last": last or "-",
+                "changes": await last_changes(client, last) if last else "-",
                 "next": info.next_action_times[0].isoformat(timespec="seconds")
                 if info.next_action_times and not described.schedule.state.paused
                 else "-",
@@ -165,12 +168,32 @@ async def schedule_rows(client) -> list[dict]:
     return rows
 
 
+async def last_changes(client, workflow_id: str) -> str:
+    """What a scheduled run's re-check found (its memo, workflows/recheck.py),
+    or how far it is: running, the first run (nothing to compare with), failed."""
+    from temporalio.client import WorkflowExecutionStatus
+    from temporalio.service import RPCError
+
+    try:
+        described = await client.get_workflow_handle(workflow_id).describe()
+        found = await described.memo_value("recheck", "")
+    except RPCError:
+        return "-"  # gone from the server (retention)
+    if found:
+        return str(found) + (" (still running)" if described.status == WorkflowExecutionStatus.RUNNING else "")
+    if described.status == WorkflowExecutionStatus.RUNNING:
+        return "running"
+    if described.status == WorkflowExecutionStatus.COMPLETED:
+        return "first run: nothing to compare with"
+    return (described.status.name if described.status else "-").lower().replace("_", " ")
+
+
 async def list_schedules(client) -> int:
     rows = [tuple(str(v) for v in row.values()) for row in await schedule_rows(client)]
     if not rows:
         print(f"no schedules (create one with `{cli_name()} schedule create NAME QUESTION --every 1w`)")
         return 0
-    header = ("NAME", "EVERY", "STATE", "RUNS", "LAST RUN", "NEXT")
+    header = ("NAME", "EVERY", "STATE", "RUNS", "LAST RUN", "IT FOUND", "NEXT")
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())

@@ -57,6 +57,7 @@ from client.wording import usage_text
 from infra.blobs import blob_store
 from infra.connection import Connection
 from infra.temporal import connect
+from workflows.changes import split_changes
 from workflows.failures import partial_report
 from workflows.models import (
     PHASE_ATTRIBUTE,
@@ -222,9 +223,12 @@ class Desk:
             out["status_problem"] = f"the run does not answer its status query: {str(err).splitlines()[0][:200]}"
         if described.status == WorkflowExecutionStatus.COMPLETED:
             result = await handle.result()
-            title, body = report_html(result.final_report)
+            # A run that re-checked an earlier one's sources shows what changed first, on its own.
+            changes, rest = split_changes(result.final_report) if result.recheck else ("", "")
+            title, body = report_html(rest if changes else result.final_report)
             out["result"] = {
                 "status": result.status,
+                "changes_html": report_html(changes)[1] if changes else "",
                 "report_html": body + sources_html(result.citations),
                 "title": title or result.question,
                 "citations": [c.model_dump() for c in result.citations],

@@ -101,6 +101,7 @@ async function openRun(id) {
   $("run-id").textContent = id;
   $("progress").replaceChildren();
   $("report-box").hidden = true;
+  $("changes-box").hidden = true;
   $("plan-box").hidden = true;
   $("question-box").hidden = true;
   $("phase").textContent = "";
@@ -229,6 +230,16 @@ function putReport(id, html, partial) {
   $("ask-box").hidden = partial;
 }
 
+// A run that re-checked an earlier run's sources: what changed, first, in a card of its own.
+function showChanges(html) {
+  $("changes").innerHTML = html || ""; // rendered on the server without raw HTML
+  for (const a of $("changes").querySelectorAll("a")) {
+    a.target = "_blank";
+    a.rel = "noopener noreferrer";
+  }
+  $("changes-box").hidden = !html;
+}
+
 // A failed run: what it found before it failed (the reason is in run-problem).
 function showPartial(id, data) {
   putReport(id, data.partial_report_html, true);
@@ -239,6 +250,7 @@ function showPartial(id, data) {
 function showReport(id, data) {
   const box = $("report-box");
   putReport(id, data.result.report_html, false);
+  showChanges(data.result.changes_html);
   const base = `/api/runs/${encodeURIComponent(id)}`;
   for (const fmt of ["md", "html", "json", "pdf", "docx"]) $("download-" + fmt).href = base + "/report." + fmt;
   const files = data.files || {};
@@ -347,6 +359,7 @@ async function loadSchedules() {
     for (const s of data.schedules) {
       const row = el("li");
       row.append(el("span", s.name, "title"), el("span", `every ${s.every} · ${s.state} · ${s.runs} run(s)`, "muted"));
+      if (s.last !== "-") row.append(el("div", `last run: ${s.changes}`, "muted"));
       list.append(row);
     }
     if (!data.schedules.length) list.append(el("li", "none (deepresearch schedule create …)", "muted"));
