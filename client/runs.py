@@ -35,7 +35,7 @@ async def start_research(
     )
     return await client.start_workflow(
         WORKFLOW_TYPE,
-        request,
+        wire_input(request),
         id=workflow_id,
         task_queue=conn.task_queue,
         result_type=ResearchResult,
@@ -44,6 +44,13 @@ async def start_research(
         memo=run_memo(request),
         static_details=run_details(request),
     )
+
+
+def wire_input(request: ResearchInput) -> dict[str, Any]:
+    """The workflow input as sent: the options the user set, not the defaults,
+    so a newer CLI starts runs on workers of an older version (whose input
+    model refuses fields it does not know) unless a new option is used."""
+    return request.model_dump(mode="json", exclude_defaults=True)
 
 
 async def start_research_quickly(conn: Connection, request: ResearchInput, workflow_id: str) -> None:
@@ -58,7 +65,7 @@ async def start_research_quickly(conn: Connection, request: ResearchInput, workf
         conn,
         WORKFLOW_TYPE,
         workflow_id,
-        request.model_dump(mode="json"),
+        wire_input(request),
         memo=run_memo(request),
         summary=run_summary(request),
         details=run_details(request),

@@ -7,6 +7,8 @@ history: non-determinism fails these tests.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
 
@@ -105,3 +107,14 @@ async def test_plan_that_never_comes_ends_as_plan_failed(temporal_client, task_q
     assert "did not produce a valid plan" in result.final_report
     assert len(llm.calls("planner")) == 2
     assert llm.calls("researcher") == [] and llm.calls("reporter") == []
+
+
+async def test_a_run_is_started_with_only_the_options_the_user_set(temporal_client, task_queue):
+    """So a newer CLI can start runs on workers of an older version, whose
+    input model refuses fields it does not know: defaults are not sent."""
+    handle = await start(temporal_client, task_queue, "Tell me about Lantern Rock", max_step_num=2)
+    history = await handle.fetch_history()
+    started = history.events[0].workflow_execution_started_event_attributes
+    sent = json.loads(started.input.payloads[0].data)
+    assert sent == {"question": "Tell me about Lantern Rock", "max_step_num": 2}
+    await handle.terminate("done")
