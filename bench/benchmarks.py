@@ -296,7 +296,8 @@ async def bench_history(env: BenchEnv) -> dict:
         canonical_size = await sizes(canonical.handle)
 
         paths = env.loop(Latency())
-        loop = await env.run("b4", parallel=True, agent_max_turns=25)
+        # Whole pages in every prompt (as big as history gets): no evidence budget cuts them.
+        loop = await env.run("b4", parallel=True, agent_max_turns=25, evidence_tokens=200_000)
         loop_size = await sizes(loop.handle)
     report = loop.result.final_report
     missing = [p for p in range(1, LOOP_PAGES + 1) if loop_fact(p) not in report]
