@@ -14,11 +14,19 @@ import resource
 CHILD_MEMORY = 2 << 30  # bytes of address space
 
 
+def _lower(kind: int, soft: int, hard: int) -> None:
+    """Never above a limit already set (a process may not raise its hard limit)."""
+    _, current = resource.getrlimit(kind)
+    if current != resource.RLIM_INFINITY:
+        soft, hard = min(soft, current), min(hard, current)
+    resource.setrlimit(kind, (soft, hard))
+
+
 def limit_memory(limit: int = CHILD_MEMORY) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    _lower(resource.RLIMIT_AS, limit, limit)
 
 
 def limit_cpu(seconds: int) -> None:
     """The kernel stops the process (SIGXCPU, then SIGKILL) after ``seconds``
     of CPU time, even when the parent that should have stopped it is gone."""
-    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 5))
+    _lower(resource.RLIMIT_CPU, seconds, seconds + 5)

@@ -43,7 +43,7 @@ from typing import Any
 from urllib.parse import quote
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
@@ -446,10 +446,13 @@ async def _json(request: Request) -> Any:
     if declared.isdigit() and int(declared) > MAX_BODY:
         raise too_big
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY:
-            raise too_big
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY:
+                raise too_big
+    except ClientDisconnect:
+        raise Problem("the client left before its request body ended", 400) from None
     try:
         return json.loads(body)
     except RecursionError:
