@@ -2,8 +2,8 @@
 by WeasyPrint (print styles, real tables, clickable links and sources).
 
 Nothing the report holds is cut at the page's edge: a table too wide for an
-A4 page in portrait gets a larger page in landscape (A4 up to 4A0, the
-smallest its estimated width fits) in smaller type; a table wider still
+A4 page in portrait gets smaller type, then a larger page in landscape (A4
+up to 4A0, the smallest its estimated width fits); a table wider still
 wraps inside its cells, and a word or a run of base64 longer than a line
 breaks where it must.
 
@@ -34,8 +34,10 @@ MAX_IMAGE_PIXELS = 25_000_000  # 5000 x 5000
 MM_PER_PT = 25.4 / 72
 BODY_PT = 11  # the print style's type size (client/export.py)
 PORTRAIT_MM = 170  # A4's width less the margins, less a little for indents
-# Pages for wider tables: (page size, width for the table in mm, type size in pt).
+# For wider tables: (page size, width for the table in mm, type size in pt); the
+# first in smaller type on the same page, the others on pages of their own.
 WIDE_PAGES = (
+    ("", PORTRAIT_MM, 8.5),
     ("A4 landscape", 255, 9),
     ("A3 landscape", 375, 8),
     ("A2 landscape", 545, 7.5),
@@ -44,17 +46,21 @@ WIDE_PAGES = (
     ("1682mm 1189mm", 1630, 7.5),  # 2A0
     ("2378mm 1682mm", 2320, 7.5),  # 4A0 (a PDF page may be up to 5 m wide)
 )
-CELL_CHARS = 30  # longer cell text wraps inside its column
-CHAR_EM, WIDE_CHAR_EM, CELL_EM = 0.65, 1.0, 1.0  # a character's width; a cell's padding and borders
+WORD_EM = 20.0  # a longer word breaks inside its column
+LINE_EM = 16.0  # text with spaces wraps at about this width (24 characters)
+CELL_EM, WIDE_CELL_EM = 1.6, 1.0  # a cell's padding and borders (less in wide tables)
+SLACK = 1.1  # bold headers, and a margin for the estimate
 
 _WIDE_CSS = "".join(
-    f"@page wide-{n} {{ size: {size}; }}\ntable.wide-{n} {{ page: wide-{n}; font-size: {pt}pt; }}\n"
+    f"table.wide-{n} {{ font-size: {pt}pt; }}\n"
+    + (f"@page wide-{n} {{ size: {size}; }}\ntable.wide-{n} {{ page: wide-{n}; }}\n" if size else "")
     for n, (size, _, pt) in enumerate(WIDE_PAGES, 1)
 )
 _PRINT_CSS = (
     """
 @page { size: A4; margin: 18mm 16mm 20mm; @bottom-center { content: counter(page) " / " counter(pages);
   font-size: 9pt; color: #666; } }
+html { page: report; }  /* after a table on a page of its own, back to A4 */
 body { font-family: "DejaVu Sans", "Noto Sans", "Noto Sans CJK SC", "WenQuanYi Zen Hei", sans-serif;
   overflow-wrap: anywhere; }
 table { display: table; }
@@ -70,25 +76,37 @@ class PdfUnavailable(CliError):
     """WeasyPrint or the system libraries it needs (Pango) are missing."""
 
 
-def table_width_em(rows: list[list[str]]) -> float:
-    """An estimate of a table's width in ems at its own type size: each
-    column as wide as its longest cell (up to ``CELL_CHARS`` characters)."""
+def char_em(char: str) -> float:
+    """A character's width in ems, on the generous side (DejaVu Sans)."""
+    if char in "MWmw@%" or unicodedata.east_asian_width(char) in "WF":
+        return 1.0
+    return 0.75 if char.isupper() else 0.65
+
+
+def cell_em(text: str) -> float:
+    """The width a cell wants: its text on one line, up to ``LINE_EM``
+    (longer text wraps at its spaces, a word over ``WORD_EM`` breaks)."""
+    words = [min(sum(map(char_em, word)), WORD_EM) for word in text[:300].split()]
+    return min(sum(words) + 0.3 * max(len(words) - 1, 0), LINE_EM)
+
+
+def column_widths_em(rows: list[list[str]]) -> list[float]:
+    """What each column wants, in ems at the table's own type size."""
     widest: list[float] = []
     for row in rows:
         widest += [0.0] * (len(row) - len(widest))
         for column, text in enumerate(row):
-            chars = text[:CELL_CHARS]
-            width = sum(WIDE_CHAR_EM if unicodedata.east_asian_width(c) in "WF" else CHAR_EM for c in chars)
-            widest[column] = max(widest[column], width)
-    return sum(width + CELL_EM for width in widest)
+            widest[column] = max(widest[column], cell_em(text) * SLACK)
+    return widest
 
 
 def table_class(rows: list[list[str]]) -> str | None:
     """``wide-N`` for a table too wide for a portrait page: the smallest of
     ``WIDE_PAGES`` it fits, the largest if none (its cells then wrap)."""
-    width = table_width_em(rows)
-    if width * BODY_PT * MM_PER_PT <= PORTRAIT_MM:
+    columns = column_widths_em(rows)
+    if (sum(columns) + CELL_EM * len(columns)) * BODY_PT * MM_PER_PT <= PORTRAIT_MM:
         return None
+    width = sum(columns) + WIDE_CELL_EM * len(columns)
     for n, (_, room, pt) in enumerate(WIDE_PAGES, 1):
         if width * pt * MM_PER_PT <= room:
             return f"wide-{n}"

@@ -20,6 +20,7 @@ from collections import Counter
 import docx
 import pytest
 from PIL import Image
+from pypdf import PdfReader
 
 from client.export_child import ExportFailed, render_document
 from client.report_files import render
@@ -65,9 +66,17 @@ def test_a_300_by_40_table_makes_a_word_file_within_the_limit():
 def test_every_column_of_a_wide_table_is_in_the_pdf(tmp_path):
     for cols in (40, 120):  # A2 and 4A0, in landscape
         report = f"# Wide\n\nBefore the table.\n\n{table(6, cols)}\nAfter the table.\n"
-        words = pdf_words(render(result(report), "pdf"), tmp_path)
+        data = render(result(report), "pdf")
+        words = pdf_words(data, tmp_path)
         assert cells(6, cols) - set(words) == set(), cols
         assert "Before" in words and "After" in words
+        pages = [
+            (round(p.mediabox.width), round(p.mediabox.height), p.extract_text())
+            for p in PdfReader(io.BytesIO(data)).pages
+        ]
+        assert [(w, h) for w, h, text in pages if "Before" in text or "After" in text] == [(595, 842)] * 2  # A4
+        wide = [(w, h) for w, h, text in pages if "r5c0" in text]
+        assert wide and all(w > h > 842 for w, h in wide)  # the table's own pages: landscape, larger than A4
 
 
 def test_a_table_too_wide_for_any_page_wraps_and_loses_nothing(tmp_path):
