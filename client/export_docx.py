@@ -159,8 +159,8 @@ class _Writer:
             table.style = "Table Grid"
             # Row by row: each row's cells once (Table.cell(r, c) lists the whole
             # table's cells on every call, quadratic in the cells).
-            for r, (row, cells) in enumerate(zip(rows, table.rows, strict=True)):
-                for cell, word_cell in zip(row, cells.cells, strict=False):
+            for r, (row, word_row) in enumerate(zip(rows, table.rows, strict=True)):
+                for cell, word_cell in zip(row, word_row.cells, strict=False):
                     self.inline(word_cell.paragraphs[0], cell, bold=r == 0 and headers > 0)
         return i + 1
 
