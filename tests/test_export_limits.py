@@ -125,5 +125,5 @@ def test_a_document_past_its_time_limit_is_stopped_with_one_line():
 
 def test_a_document_past_its_memory_limit_is_stopped_with_one_line():
     with pytest.raises(ExportFailed, match=r"200 MB") as caught:
-        render_document(result(f"# Big\n\n{table(300, 20)}"), "pdf", memory=200 << 20)
+        render_document(result(f"# Big\n\n{table(600, 20)}"), "pdf", memory=200 << 20)
     assert "\n" not in str(caught.value)
