@@ -14,8 +14,8 @@ import sys
 
 from temporalio.exceptions import ApplicationError
 
-from activities.child_limits import limit_memory
 from activities.deck import build_deck_file
+from infra.child_limits import limit_memory
 from workflows.models import DeckRequest
 
 

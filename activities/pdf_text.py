@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import sys
 
-from activities.child_limits import limit_memory
 from activities.documents import CrawlRefused, pdf_to_markdown
+from infra.child_limits import limit_memory
 
 
 def main() -> None:

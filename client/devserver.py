@@ -3,6 +3,15 @@
 Used by ``deepresearch server``, by ``deepresearch run`` when no server is
 reachable, and by the tests. State lives in a SQLite file, so runs survive a
 restart of the server.
+
+The server never outlives the process that started it: ``stop`` ends it
+(the CLI stops on Ctrl-C, SIGTERM and SIGHUP, ``infra.process``), and on
+Linux the kernel sends it SIGTERM when its parent dies however it dies
+(``PR_SET_PDEATHSIG``, set by a small exec step, ``DIE_WITH_PARENT``: never a
+``preexec_fn``, which can hang a threaded process between fork and exec).
+Otherwise a closed terminal or a killed ``run`` left it holding its port and
+database, and the next command used it as a server "not started by this
+command".
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ import socket
 import subprocess
 import sys
 import sysconfig
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +45,29 @@ QUEUE_READ_RATE = {
 # Nothing leaves the machine: by default the server checks for new Temporal
 # releases at version-info.temporal.io (the UI's news fetch is off too).
 QUIET = {"frontend.enableServerVersionCheck": "false"}
+
+
+# python -I -S -c DIE_WITH_PARENT <parent pid> <command…>: asks the kernel for
+# SIGTERM when the parent dies, then becomes the command. No site, no project.
+DIE_WITH_PARENT = """
+import ctypes, os, signal, sys
+try:
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+except (OSError, AttributeError):
+    pass  # not Linux: the CLI's signal handlers stop the server
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(0)  # the parent died before it was asked
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+
+def dying_with_parent(command: list[str]) -> list[str]:
+    """``command`` run so that it ends when this process ends. The kernel
+    signals when the *thread* that started it ends, so only the main thread
+    (which lives as long as the process) asks for it."""
+    if threading.current_thread() is not threading.main_thread():
+        return command
+    return [sys.executable, "-I", "-S", "-c", DIE_WITH_PARENT, str(os.getpid()), *command]
 
 
 class DevServerError(CliError):
@@ -122,7 +155,7 @@ class DevServer:
         self.db_file.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_file, "ab") if self.log_file else subprocess.DEVNULL
         self.process = subprocess.Popen(
-            self.command(),
+            dying_with_parent(self.command()),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C in a terminal is ours to handle

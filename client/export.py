@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from html import escape
 from typing import Literal, get_args
 
@@ -135,12 +136,35 @@ def _sources(citations: list[Citation]) -> str:
     )
 
 
-def report_html(markdown: str) -> tuple[str, str]:
+# Given a table's cells (row by row, as markdown text), the class its <table> gets, if any.
+TableClass = Callable[[list[list[str]]], str | None]
+
+
+def _mark_tables(tokens: list[Token], table_class: TableClass) -> None:
+    table: Token | None = None
+    rows: list[list[str]] = []
+    for token in tokens:
+        if token.type == "table_open":
+            table, rows = token, []
+        elif token.type == "tr_open":
+            rows.append([])
+        elif token.type == "inline" and table is not None and rows:
+            rows[-1].append(token.content)
+        elif token.type == "table_close" and table is not None:
+            if name := table_class(rows):
+                table.attrSet("class", name)
+            table = None
+
+
+def report_html(markdown: str, table_class: TableClass | None = None) -> tuple[str, str]:
     """The report's first heading and its body as HTML, with no raw HTML and
-    only safe links and images (shared by the HTML export and the desk)."""
+    only safe links and images (shared by the HTML export and the desk).
+    ``table_class`` names a class for each table (the PDF's wide tables)."""
     md = _markdown()
     env: dict = {}
     tokens = md.parse(markdown, env)
+    if table_class is not None:
+        _mark_tables(tokens, table_class)
     title = ""
     for index, token in enumerate(tokens):
         if token.type == "inline" and token.children is not None:
@@ -178,9 +202,9 @@ def without_own_sources(markdown: str) -> str:
     return "\n".join(lines[:found]).rstrip() + "\n"
 
 
-def render_html(result: ResearchResult) -> str:
+def render_html(result: ResearchResult, table_class: TableClass | None = None) -> str:
     markdown = without_own_sources(result.final_report) if result.citations else result.final_report
-    title, body = report_html(markdown)
+    title, body = report_html(markdown, table_class)
     if not title or title.strip().lower() in GENERIC_TITLES:
         title = (result.plan.title if result.plan else "") or result.question or title or "Research report"
     status = "" if result.status == "completed" else f" · status: {escape(result.status)}"

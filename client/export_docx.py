@@ -157,10 +157,11 @@ class _Writer:
         if width:
             table = self.document.add_table(rows=len(rows), cols=width)
             table.style = "Table Grid"
-            for r, row in enumerate(rows):
-                for c, cell in enumerate(row):
-                    paragraph = table.cell(r, c).paragraphs[0]
-                    self.inline(paragraph, cell, bold=r == 0 and headers > 0)
+            # Row by row: each row's cells once (Table.cell(r, c) lists the whole
+            # table's cells on every call, quadratic in the cells).
+            for r, (row, word_row) in enumerate(zip(rows, table.rows, strict=True)):
+                for cell, word_cell in zip(row, word_row.cells, strict=False):
+                    self.inline(word_cell.paragraphs[0], cell, bold=r == 0 and headers > 0)
         return i + 1
 
     def inline(self, paragraph: Paragraph, token: Token, bold: bool = False) -> None:

@@ -1,6 +1,7 @@
 """A run's report in any format the CLI and the desk offer: text (md, html,
 json: ``client/export.py``) or a document (pdf: ``client/export_pdf.py``,
-docx: ``client/export_docx.py``)."""
+docx: ``client/export_docx.py``), made in a child process with a time and
+memory limit (``client/export_child.py``)."""
 
 from __future__ import annotations
 
@@ -12,17 +13,14 @@ if TYPE_CHECKING:
     from workflows.models import ResearchResult
 
 FORMATS = ("md", "html", "json", "pdf", "docx")
+DOCUMENTS = ("pdf", "docx")  # made in a child process
 
 
 def render(result: ResearchResult, fmt: str = "md") -> str | bytes:
-    if fmt == "pdf":
-        from client.export_pdf import render_pdf  # WeasyPrint: only when asked for
+    if fmt in DOCUMENTS:
+        from client.export_child import render_document
 
-        return render_pdf(result)
-    if fmt == "docx":
-        from client.export_docx import render_docx
-
-        return render_docx(result)
+        return render_document(result, fmt)
     if fmt in FORMATS:
         return render_text(result, fmt)  # type: ignore[arg-type]
     raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")

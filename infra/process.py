@@ -14,13 +14,23 @@ from contextlib import contextmanager
 from infra.tracing import flush_tracing
 
 
+def _stop_signals() -> list[signal.Signals]:
+    """Ctrl-C, SIGTERM and SIGHUP (the terminal closed, ``tmux
+    kill-session``); SIGHUP only when it is not ignored (``nohup``)."""
+    found = [signal.SIGINT, signal.SIGTERM]
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        found.append(signal.SIGHUP)
+    return found
+
+
 @contextmanager
 def stop_on_signals(stop: asyncio.Event) -> Iterator[None]:
-    """Ctrl-C and SIGTERM set ``stop`` instead of interrupting (a container's
-    PID 1 ignores SIGTERM unless it handles it)."""
+    """Ctrl-C, SIGTERM and SIGHUP set ``stop`` instead of interrupting (a
+    container's PID 1 ignores SIGTERM unless it handles it; a closed terminal
+    must not leave a dev server or a worker's children behind)."""
     loop = asyncio.get_running_loop()
     handled = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in _stop_signals():
         try:
             loop.add_signal_handler(sig, stop.set)
             handled.append(sig)
@@ -35,16 +45,19 @@ def stop_on_signals(stop: asyncio.Event) -> Iterator[None]:
 
 @contextmanager
 def cancel_on_sigterm() -> Iterator[None]:
-    """SIGTERM cancels the current task as Ctrl-C does, so local servers and
-    workers stop cleanly."""
+    """SIGTERM and SIGHUP (a closed terminal) cancel the current task as
+    Ctrl-C does, so local servers and workers stop cleanly."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
-    loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    signals = [sig for sig in _stop_signals() if sig != signal.SIGINT]
+    for sig in signals:
+        loop.add_signal_handler(sig, task.cancel)
     try:
         yield
     finally:
-        loop.remove_signal_handler(signal.SIGTERM)
+        for sig in signals:
+            loop.remove_signal_handler(sig)
 
 
 def exit_now(code: int) -> None:

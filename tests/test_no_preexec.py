@@ -3,7 +3,7 @@ exec in the multi-threaded worker can wait for ever on a lock another thread
 held at the fork, and the worker then waits for the child for ever (a CI run
 froze so: the sandbox joined its cgroups in a preexec_fn). Cgroups are joined
 by a shell before exec (``confinement.joining_cgroups``), memory limits are
-set by each child on itself (``activities.child_limits``)."""
+set by each child on itself (``infra.child_limits``)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ async def main(args: argparse.Namespace) -> int:
         log_file=folder / "temporal-server.log",
     )
     stop = asyncio.Event()
-    with server, stop_on_signals(stop):
+    with stop_on_signals(stop), server:  # a signal while it starts stops it too
         print(f"Temporal dev server at {server.address}, UI at {server.ui_url}", flush=True)
         print(f"state in {server.db_file}, log in {server.log_file}; Ctrl-C to stop", flush=True)
         while not stop.is_set():

@@ -23,6 +23,13 @@ a same-origin request, so another site cannot drive the desk from a visitor's
 browser. A request sets only the run settings in ``inputs.DESK_FIELDS``, and
 local documents only by names inside the operator's resources folders.
 Reports are rendered without raw HTML (as the HTML export is).
+
+A request body is read only up to ``MAX_BODY`` bytes (a longer one is
+refused with 413 as soon as it passes the limit, a declared one before it is
+read); a body that is not JSON, or nests too deeply to parse, is a 400 with
+one line. PDF and Word downloads are made in a child process with a time and
+memory limit (``client/export_child.py``), killed as soon as the client
+leaves: no thread is tied up by a download.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from typing import Any
 from urllib.parse import quote
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
@@ -46,9 +53,11 @@ from client.desk.guard import TOKEN_COOKIE, AllowedHosts, Guard
 from client.desk.inputs import InputProblem, run_input
 from client.errors import CliError, failure_message, rejection_reason
 from client.export import report_html, sources_html
+from client.export_child import render_document_async
+from client.export_pdf import PdfUnavailable
 from client.follow import progress_events
 from client.ids import attachment, side_id
-from client.report_files import render
+from client.report_files import DOCUMENTS, render
 from client.runs import WORKFLOW_TYPE, new_workflow_id, start_research
 from client.side_outputs import RESULT_TYPES, SIDE_TYPES, finished_report, start_once
 from client.talk import QUERY_TIMEOUT
@@ -67,6 +76,7 @@ from workflows.models import (
 )
 
 SIDE = ("podcast", "slides")  # the side outputs the desk makes
+MAX_BODY = 1 << 20  # bytes of a request's JSON body (a question is at most 20,000 characters)
 PHASES = ("coordinating", "clarifying", "investigating", "planning", "awaiting_review", "researching", "reporting")
 MEDIA = {
     "md": "text/markdown; charset=utf-8",
@@ -188,8 +198,7 @@ class Desk:
         return {"runs": runs}
 
     async def start(self, request: Request) -> Response:
-        body = await _json(request)
-        return await self._answer(lambda: self._start(body))
+        return await self._answer(lambda: self._with_body(request, self._start))
 
     async def _start(self, body: Any) -> dict:
         try:  # only the allowed fields; local documents only from the resources folders
@@ -296,12 +305,13 @@ class Desk:
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
     async def review(self, request: Request) -> Response:
-        body = await _json(request)
-        return await self._answer(lambda: self._update(request.path_params["run_id"], "submit_review", body))
+        run_id = request.path_params["run_id"]
+        return await self._answer(lambda: self._with_body(request, lambda b: self._update(run_id, "submit_review", b)))
 
     async def answer(self, request: Request) -> Response:
-        body = await _json(request)
-        return await self._answer(lambda: self._update(request.path_params["run_id"], "answer_clarification", body))
+        run_id = request.path_params["run_id"]
+        update = "answer_clarification"
+        return await self._answer(lambda: self._with_body(request, lambda b: self._update(run_id, update, b)))
 
     async def _update(self, run_id: str, update: str, body: Any) -> dict:
         if not isinstance(body, dict):
@@ -344,10 +354,17 @@ class Desk:
             if described.status != WorkflowExecutionStatus.COMPLETED:
                 raise Problem(f"run {run_id} has no report yet", 409)
             result = await (await self.client()).get_workflow_handle(run_id, result_type=ResearchResult).result()
-            try:  # laying out a PDF takes a while: not on the event loop
+            if fmt not in DOCUMENTS:
                 body = await asyncio.to_thread(render, result, fmt)
-            except CliError as err:
-                raise Problem(str(err), 501) from None
+            else:  # in a child, with limits, abandoned when the client leaves
+                try:
+                    body = await render_document_async(result, fmt, _client_left(request))
+                except PdfUnavailable as err:
+                    raise Problem(str(err), 501) from None
+                except CliError as err:
+                    raise Problem(str(err), 422) from None
+                if body is None:
+                    return Response(status_code=499)  # nobody is there to read it
             return Response(body, media_type=MEDIA[fmt], headers={"Content-Disposition": attachment(run_id, fmt)})
 
         return await self._answer(fetch)
@@ -387,8 +404,8 @@ class Desk:
         return await self._answer(make if request.method == "POST" else fetch)
 
     async def ask(self, request: Request) -> Response:
-        body = await _json(request)
-        return await self._answer(lambda: self._ask(request.path_params["run_id"], body))
+        run_id = request.path_params["run_id"]
+        return await self._answer(lambda: self._with_body(request, lambda body: self._ask(run_id, body)))
 
     async def _ask(self, run_id: str, body: Any) -> dict:
         from client import threads
@@ -405,6 +422,9 @@ class Desk:
 
     async def _schedules(self, rows) -> dict:
         return {"schedules": await rows(await self.client())}
+
+    async def _with_body(self, request: Request, work):
+        return await work(await _json(request))
 
     async def _answer(self, work) -> Response:
         """JSON (or the response ``work`` made); every failure one clear line."""
@@ -425,10 +445,32 @@ class Desk:
 
 
 async def _json(request: Request) -> Any:
+    """The request's JSON body, read up to ``MAX_BODY`` bytes; a Problem
+    (413, 400) the moment it cannot be one."""
+    declared = request.headers.get("content-length", "")
+    too_big = Problem(f"the request body is larger than {MAX_BODY:,} bytes", 413)
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        raise too_big
+    body = bytearray()
     try:
-        return await request.json()
-    except (ValueError, UnicodeDecodeError):
-        return None
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY:
+                raise too_big
+    except ClientDisconnect:
+        raise Problem("the client left before its request body ended", 400) from None
+    try:
+        return json.loads(body)
+    except RecursionError:
+        raise Problem("the request body's JSON is nested too deeply", 400) from None
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
+        raise Problem(f"the request body is not JSON: {str(err)[:200]}", 400) from None
+
+
+async def _client_left(request: Request) -> None:
+    """Returns when the client has closed the connection."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 # The page's own script and styles only; reports are HTML without scripts.
