@@ -11,7 +11,8 @@ the workflow history) reached the scripted servers again.
 
 - ``test_kill_at_chosen_points``: during a model call (the researcher's
   second request is held open until the worker is dead), during a tool call
-  (a page served slowly), while waiting for review, during the reporter call.
+  (a page served slowly: the step's evidence crawl, before its researcher's
+  first turn), while waiting for review, during the reporter call.
 - ``test_kill_at_random_points``: ``CRASH_RUNS`` runs (default 3), each
   killed at a random point: after the k-th model request (k in 1..7 of 8)
   plus a random 0-0.6 s, half of them with a human review by update. The
@@ -56,6 +57,7 @@ from testkit.crash import (
     random_kill_run,
     repeated_calls,
 )
+from testkit.research_script import FACT
 from testkit.runs import keep_history
 
 # --- the repeat detector itself ---------------------------------------------------
@@ -212,12 +214,14 @@ async def _killed_in_tool_call(address: str, folder: Path) -> str:
         async with asyncio.timeout(60):
             while not run.pages.hits:
                 await asyncio.sleep(0.02)
+        assert not run.llm.calls("researcher")  # killed mid-gathering: the step's evidence crawl
         await run.restart_worker()  # the page is still being served
         outcome = await run.finish(handle)
         await keep_history(handle, "crash_recovery")
     assert outcome.problems() == []
     assert list(run.pages.hits) == ["/lighthouse", "/lighthouse"]  # the killed crawl, retried once
     assert [a.name for a in outcome.retried()] == ["crawl"]
+    assert FACT in run.llm.calls("researcher")[0]["messages"][1]["content"]  # the evidence, read once
     return f"recovered in {run.recoveries[0]:.1f} s"
 
 

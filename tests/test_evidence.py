@@ -14,7 +14,7 @@ from testkit.llm_server import prompt_tokens
 from testkit.pages import article
 from testkit.research_script import FACT, plan_json
 from testkit.research_script import first_user as first_user_text
-from testkit.runs import start
+from testkit.runs import keep_history, start
 
 QUESTION = "Tell me about Lantern Rock"
 WORDS = (
@@ -55,6 +55,7 @@ async def test_a_researcher_that_never_calls_a_tool_writes_from_the_pages_its_st
     )
     async with asyncio.timeout(90):
         result = await handle.result()
+    await keep_history(handle, "evidence_gathered")
     page = pages.url("/lighthouse")
     first = first_user_text(llm.calls("researcher")[0])
     assert FACT in first and page in first  # the page was read for it before its first turn
@@ -145,6 +146,7 @@ async def test_a_run_that_read_nothing_says_so(temporal_client, task_queue, work
     handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
     async with asyncio.timeout(120):
         result = await handle.result()
+    await keep_history(handle, "nothing_read")
     status = await handle.query("status")
     assert result.status == "completed"
     assert result.observations[0].startswith("**No evidence was gathered for this step** (the search failed")
@@ -161,6 +163,7 @@ async def test_enough_context_with_nothing_read_does_not_end_the_research(
     handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
     async with asyncio.timeout(90):
         result = await handle.result()
+    await keep_history(handle, "enough_context_researched")
     assert result.status == "completed" and pages.hits  # the question was researched as one step
     assert [s.title for s in result.plan.steps] == [QUESTION]
     assert FACT in result.final_report and len(llm.calls("researcher")) >= 1
