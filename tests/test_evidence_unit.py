@@ -12,6 +12,7 @@ from workflows.evidence import candidates, step_queries, without_evidence
 from workflows.evidence_models import GatherRequest
 from workflows.models import Citation, Plan, ResearchResult, Step, ToolResult
 from workflows.planner import may_end_research, research_anyway
+from workflows.reporter import sources_of_findings
 from workflows.state import RunState
 
 FILLER = " ".join(["The harbour survey recorded tides and cargo along the northern quay."] * 6)
@@ -115,3 +116,12 @@ def test_evidence_recall_counts_the_facts_the_reporter_was_shown():
     assert scored.fact_recall == 0.5 and scored.evidence_recall == 1.0
     assert scored.evidence_facts == {"f1": True, "f2": True}
     assert score(task, [], result).evidence_recall is None  # a run that kept no record of it
+
+
+def test_a_report_that_cites_nothing_ends_with_the_sources_its_findings_name():
+    seen = [Citation(title="Rock", url="http://x/rock"), Citation(title="Other", url="http://x/other")]
+    findings = [("Step", "- The keeper logged 4417 ships. ([source](http://x/rock))")]
+    appended = sources_of_findings("The keeper logged 4417 ships.", findings, seen)
+    assert appended == "\n\n## Sources of the findings\n\n- [Rock](http://x/rock)\n"
+    assert sources_of_findings("See [Other](http://x/other).", findings, seen) == ""  # it cites its own
+    assert sources_of_findings("No links.", [("Step", "- nothing traced")], seen) == ""

@@ -61,6 +61,8 @@ async def write_report(box: Box, partial: str = "") -> str:
     elif state.prior and not has_changes_section(report):
         report = with_changes(report, await _what_changed(box, report))
     report = verify_citations(report, list(state.sources.values()))
+    if every_plan:
+        report += sources_of_findings(report, findings, list(state.sources.values()))
     if partial and "partial" not in report[:500].lower():
         report = f"> **Partial report:** {partial}; it covers only what was found before.\n\n{report}"
     if every_plan and not state.sources:
@@ -189,6 +191,20 @@ async def _condense(box: Box, text: str, tokens: int, depth: int = 0) -> str:
 
 def _key(url: str) -> str:
     return url.rstrip(".,;:").rstrip("/")
+
+
+def sources_of_findings(report: str, findings: list[tuple[str, str]], seen: list[Citation]) -> str:
+    """A report that cites no source the run retrieved ends with the sources
+    its findings name (each traced claim names the page that holds it), so
+    a reporter that wrote no links still leaves the reader the pages; "" when
+    the report cites some, or the findings name none."""
+    if cited(report, seen):
+        return ""
+    named = cited("\n".join(text for _, text in findings), seen)
+    if not named:
+        return ""
+    lines = "\n".join(f"- [{c.title or c.url}]({c.url})" for c in named)
+    return f"\n\n## Sources of the findings\n\n{lines}\n"
 
 
 def cited(report: str, seen: list[Citation]) -> list[Citation]:
