@@ -347,6 +347,14 @@ class ModelReply(Model):
     # Set when the provider refused the request as longer than its context
     # window: the window the request was fitted to in the end.
     context_window: int | None = None
+    # The share of the reply's runs of words found in its own instructions
+    # (the rendered system prompt; workflows/echoes.py): near 1 when the
+    # model repeated its prompt instead of answering.
+    echo: float = 0.0
+    # The share of the reply's writing in the script of the request's locale
+    # (workflows/languages.py); None: too short to tell, or a locale whose
+    # script is not known.
+    in_locale: float | None = None
 
 
 # --- tools -------------------------------------------------------------------

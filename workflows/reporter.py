@@ -15,6 +15,7 @@ from temporalio.exceptions import ActivityError
 
 from workflows.activity_calls import too_large
 from workflows.box import Box
+from workflows.reply_checks import checked_report
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.models import Citation, Message, ModelRequest
@@ -38,7 +39,8 @@ async def write_report(box: Box, partial: str = "") -> str:
     for round_ in range(CONDENSE_ROUNDS + 1):
         last = round_ == CONDENSE_ROUNDS
         try:
-            reply = await box.calls.chat_said(_report_request(box, findings, partial, trim=last), "reporter")
+            request = _report_request(box, findings, partial, trim=last)
+            reply = await box.calls.chat_said(request, "reporter")
             break
         except ActivityError as err:
             oversized = _too_large(err)
@@ -48,7 +50,7 @@ async def write_report(box: Box, partial: str = "") -> str:
                 "notice", f"the findings do not fit the reporter's context window: condensing ({oversized[0]:,} tokens)"
             )
             findings = await _condense_all(box, findings, *oversized)
-    report = reply.content
+    report = (await checked_report(box, request, reply)).content  # an echo, the wrong language: asked again
     if state.prior and not has_changes_section(report):
         report = with_changes(report, await _what_changed(box, report))
     report = verify_citations(report, list(state.sources.values()))
