@@ -128,7 +128,9 @@ def chinese_report(request: dict) -> str:
 async def test_a_report_in_the_wrong_language_is_asked_for_again_in_the_runs_language(
     temporal_client, task_queue, worker, llm, script
 ):
-    script.reporter = lambda request: english_report(request) if len(llm.calls("reporter")) == 1 else chinese_report(request)
+    script.reporter = lambda request: (
+        english_report(request) if len(llm.calls("reporter")) == 1 else chinese_report(request)
+    )
     result = await (await start(temporal_client, task_queue, QUESTION_ZH, auto_accept_plan=True)).result()
     assert result.locale == "zh-CN" and result.status == "completed"
     assert result.final_report.startswith("# 灯塔船只") and not result.warnings
@@ -155,7 +157,9 @@ async def test_a_reporter_that_fails_after_the_research_leaves_a_report_for_resu
     result = await handle.result()
     await keep_history(handle, "reporter_failed")
     assert result.status == "completed"
-    assert "the reporter failed" in result.final_report[:800] and "this model cannot write reports" in result.final_report
+    assert (
+        "the reporter failed" in result.final_report[:800] and "this model cannot write reports" in result.final_report
+    )
     assert FACT in result.final_report
 
     shown = run_cli(worker_env | {"COLUMNS": "200"}, "result", handle.id)

@@ -37,6 +37,9 @@ JSON_FIELDS = (
     "seconds",
     "judge",
     "error",
+    "echo",
+    "unscored",
+    "warnings",
 )
 
 
