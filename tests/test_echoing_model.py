@@ -67,7 +67,9 @@ async def test_a_researcher_that_echoes_its_instructions_leaves_no_echo_in_the_f
 ):
     script.steps = [("Find the lighthouse fact", "research")]
     script.researcher = instructions
-    result = await (await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)).result()
+    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
+    result = await handle.result()
+    await keep_history(handle, "researcher_echoed")
     assert result.status == "completed"
     findings = result.plan.steps[0].execution_res
     assert findings.startswith("(no usable findings") and "You are the researcher" not in findings
@@ -81,7 +83,9 @@ async def test_a_coordinator_that_echoes_its_instructions_hands_the_question_off
     temporal_client, task_queue, worker, llm, script
 ):
     script.coordinator = instructions  # even to a greeting: the echo must not be the answer
-    result = await (await start(temporal_client, task_queue, "Hello there!", auto_accept_plan=True)).result()
+    handle = await start(temporal_client, task_queue, "Hello there!", auto_accept_plan=True)
+    result = await handle.result()
+    await keep_history(handle, "coordinator_echoed")
     assert "You are the coordinator" not in result.final_report
     assert result.status == "completed" and llm.calls("planner")
     asked = llm.calls("coordinator")
@@ -131,7 +135,9 @@ async def test_a_report_in_the_wrong_language_is_asked_for_again_in_the_runs_lan
     script.reporter = lambda request: (
         english_report(request) if len(llm.calls("reporter")) == 1 else chinese_report(request)
     )
-    result = await (await start(temporal_client, task_queue, QUESTION_ZH, auto_accept_plan=True)).result()
+    handle = await start(temporal_client, task_queue, QUESTION_ZH, auto_accept_plan=True)
+    result = await handle.result()
+    await keep_history(handle, "report_language_asked_again")
     assert result.locale == "zh-CN" and result.status == "completed"
     assert result.final_report.startswith("# 灯塔船只") and not result.warnings
     asked = llm.calls("reporter")
