@@ -305,3 +305,21 @@ async def test_with_a_token_every_request_needs_it(worker_env, tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+async def test_a_run_whose_reporter_failed_shows_its_findings_and_says_so(page, desk, worker, script):
+    """The reporter fails once the research is done: the page shows the
+    report built from the findings, and the warning that says why."""
+    from testkit.llm_server import Reply
+
+    script.reporter = lambda request: Reply(status=400, content="this model cannot write reports")
+    await start_from_page(page, desk)
+    await phase_is(page, "awaiting_review")
+    await page.get_by_test_id("accept-button").click()
+    await phase_is(page, "completed")
+    report = page.get_by_test_id("report")
+    await playwright_api.expect(report).to_contain_text("the reporter failed", timeout=WAIT)
+    await playwright_api.expect(report).to_contain_text(FACT)
+    warnings = page.get_by_test_id("report-warnings")
+    await playwright_api.expect(warnings).to_be_visible()
+    await playwright_api.expect(warnings).to_contain_text("this model cannot write reports")

@@ -230,6 +230,7 @@ class Desk:
                 "citations": [c.model_dump() for c in result.citations],
                 "usage": result.usage.model_dump(),
                 "usage_text": usage_text(result.usage),  # the CLI's wording
+                "warnings": list(result.warnings),
             }
             out["files"] = await self._files(run_id)
         elif described.status and described.status != WorkflowExecutionStatus.RUNNING:

@@ -223,6 +223,7 @@ function putReport(id, html, partial) {
     a.rel = "noopener noreferrer";
   }
   $("report-heading").textContent = partial ? "Partial report" : "Report";
+  $("report-warnings").hidden = true;
   $("report-actions").hidden = partial; // a failed run has no downloads, and no thread to ask
   $("ask-box").hidden = partial;
 }
@@ -237,6 +238,10 @@ function showPartial(id, data) {
 function showReport(id, data) {
   const box = $("report-box");
   putReport(id, data.result.report_html, false);
+  // What to know before trusting the report (e.g. the reporter failed: the report is the findings).
+  const warnings = data.result.warnings || [];
+  $("report-warnings").textContent = warnings.map((w) => `Warning: ${w}`).join("\n");
+  $("report-warnings").hidden = !warnings.length;
   const base = `/api/runs/${encodeURIComponent(id)}`;
   for (const fmt of ["md", "html", "json", "pdf", "docx"]) $("download-" + fmt).href = base + "/report." + fmt;
   const files = data.files || {};
