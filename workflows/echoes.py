@@ -49,23 +49,15 @@ def echo_share(reply: str, source: str) -> float:
     return round(sum(1 for i in range(total) if tuple(said[i : i + N]) in known) / total, 4)
 
 
-def copied_units(text: str, known: dict[int, set[tuple[str, ...]]]) -> tuple[int, int]:
+def copied_units(text: str, known: set[tuple[str, ...]]) -> tuple[int, int]:
     """(runs found in the source, runs) of one short text, such as a plan's
-    title: runs of ``N`` words, or the whole text as one run when it has two
-    or three words (one word tells nothing). ``known``: the source's runs
-    by length (``source_runs``)."""
+    title, by runs of ``N`` words; a text of fewer words tells nothing ("Step
+    2" is in any prompt that numbers its rules). ``known``: the source's runs."""
     said = words(text)
-    if len(said) < 2:
-        return 0, 0
-    if len(said) < N:
-        return int(tuple(said) in known[len(said)]), 1
     total = len(said) - N + 1
-    return sum(1 for i in range(total) if tuple(said[i : i + N]) in known[N]), total
-
-
-def source_runs(source: str) -> dict[int, set[tuple[str, ...]]]:
-    tokens = words(source)
-    return {n: runs(tokens, n) for n in range(2, N + 1)}
+    if total < 1:
+        return 0, 0
+    return sum(1 for i in range(total) if tuple(said[i : i + N]) in known), total
 
 
 def copies_prompt(parts: list[str], steps: list[list[str]], prompt: str) -> str | None:
@@ -75,7 +67,7 @@ def copies_prompt(parts: list[str], steps: list[list[str]], prompt: str) -> str 
     prompt's, or when one of its steps is (a placeholder step)."""
     if not prompt.strip():
         return None
-    known = source_runs(prompt)
+    known = runs(words(prompt))
     found = total = 0
     for n, texts in enumerate(steps):
         counts = [copied_units(text, known) for text in texts]
