@@ -64,11 +64,13 @@ async def coordinate(box: Box, ask_user: Callable[[str], Awaitable[str]]) -> Coo
             tools=tools,
         )
         reply = await box.calls.chat_said(request, "coordinator")
-        reply = await unechoed(box.calls, request, reply, AGAIN["coordinator"], "coordinator")
-        if is_echo(reply) or not (reply.content.strip() or reply.tool_calls):
-            # Its own instructions twice: research what the user asked.
-            box.emit("notice", "the coordinator's replies repeated its instructions: researching the question as asked")
-            return Coordination("handoff", topic="\n".join(transcript) if asked else r.question)
+        again = await unechoed(box.calls, request, reply, AGAIN["coordinator"], "coordinator")
+        if again is not reply:  # it repeated its instructions and was asked again
+            if is_echo(again) or not (again.content.strip() or again.tool_calls):
+                # Its own instructions twice (or then nothing): research what the user asked.
+                box.emit("notice", "the coordinator's replies repeated its instructions: researching the question")
+                return Coordination("handoff", topic="\n".join(transcript) if asked else r.question)
+            reply = again
         decision = coordination(reply, r.question, may_ask=may_ask)
         before = coordination(reply, r.question, may_ask=may_ask, strict=False)
         if decision != before and not workflow.patched("coordinator-keeps-question"):
