@@ -481,3 +481,37 @@ async def test_an_eval_stopped_while_it_serves_a_cancelled_run_ends_that_run(
     described = await temporal_client.get_workflow_handle(run_id).describe()
     assert described.status.name == "TERMINATED", "".join(printed)[-3000:]  # not left open without a worker
     assert any(f"terminated {run_id}" in line for line in printed), printed[-5:]
+
+
+async def test_a_report_that_is_its_requests_list_of_sources_scores_nothing(
+    eval_env, temporal_client, model: RecordingLLM, tmp_path: Path
+):
+    """Gemma's "report": the reporter request's "Sources you may cite" list,
+    whose page titles happen to state the answer (issue 31, item 9)."""
+    corpus = tmp_path / "corpus"
+    (corpus / "people").mkdir(parents=True)
+    (corpus / "people/ada.md").write_text(
+        "# Ada Halvorsen, harbour master of Harrowgate\n\nFACT: the Harrowgate harbour master is Ada Halvorsen\n"
+    )
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(TASKS[0]) + "\n")
+    script = model.handler
+
+    def echoing(request: dict):
+        if role_of(request) != "reporter":
+            return script(request)
+        asked = next(m["content"] for m in request["messages"] if m["role"] == "user")
+        return asked[asked.index("# Sources you may cite") :]
+
+    model.handler = echoing
+    out = tmp_path / "result.json"
+    done = subprocess.run(
+        eval_command(tasks, corpus, out), env=eval_env, cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (record,) = json.loads(out.read_text())["tasks"]
+    result = await temporal_client.get_workflow_handle(record["run_id"], result_type=ResearchResult).result()
+    assert result.final_report.startswith("# Sources you may cite") and "Ada Halvorsen" in result.final_report
+    assert record["echo"] is True
+    assert record["facts"] == {"name": False, "deputy": False} and record["fact_recall"] == 0.0
+    assert record["citations"] == [] and record["citation_validity"] is None
