@@ -32,8 +32,8 @@ from activities.retry_after import retry_delay
 from infra.blobs import BlobStore
 from infra.settings import Settings
 from workflows.clean import clean_text
-from workflows.echoes import echo_share
-from workflows.languages import language_name, script_share
+from workflows.echoes import measure
+from workflows.languages import language_name
 from workflows.model_output import read_plan, read_podcast_script, repair_arguments, strip_think
 from workflows.models import READER_TOOLS, Message, ModelReply, ModelRequest, ToolCall
 
@@ -400,12 +400,6 @@ class ModelActivities:
             context_window=learned,
             **(await off_loop(measure, content, instructions, locale) if content.strip() else {}),
         )
-
-
-def measure(content: str, instructions: str, locale: str) -> dict[str, Any]:
-    """What the workflow judges a reply by: how much of it repeats its
-    instructions, and how much is in the locale's script (both linear)."""
-    return {"echo": echo_share(content, instructions), "in_locale": script_share(content, locale)}
 
 
 def counted(completion: Completion, kwargs: dict[str, Any]) -> Completion:

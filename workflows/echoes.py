@@ -123,3 +123,12 @@ def echoed(echo: float, has_tool_calls: bool = False) -> bool:
     """The workflow's decision: a reply without tool calls whose text is
     mostly its request's instructions failed."""
     return echo >= ECHO_LIMIT and not has_tool_calls
+
+
+def measure(content: str, instructions: str, locale: str) -> dict[str, float | None]:
+    """What the workflow judges a reply by (``ModelReply.echo`` and
+    ``in_locale``): how much of it repeats its instructions, and how much is
+    in the locale's script. Linear; the model activity runs it off the loop."""
+    from workflows.languages import script_share
+
+    return {"echo": echo_share(content, instructions), "in_locale": script_share(content, locale)}
