@@ -25,7 +25,7 @@ def _whole(step: object) -> bool:
     return isinstance(step, dict) and all(step.get(k) for k in ("title", "description", "step_type"))
 
 
-def cut_plan(content: str, max_steps: int, locale: str, topic: str, role: str) -> PlanReading:
+def cut_plan(content: str, max_steps: int, locale: str, topic: str, role: str, prompt: str = "") -> PlanReading:
     """A plan whose reply was cut: without its unfinished last step (the JSON
     did not close, so the step being written when the reply was cut is
     suspect, even where lenient reading could guess what it meant), or as it
@@ -34,10 +34,10 @@ def cut_plan(content: str, max_steps: int, locale: str, topic: str, role: str) -
     steps = data.get("steps") if isinstance(data, dict) else None
     unfinished = load_json(content, repair=False)[0] is None or not _whole(steps[-1] if steps else None)
     if isinstance(steps, list) and len(steps) > 1 and unfinished:
-        shorter = read_plan(json.dumps({**data, "steps": steps[:-1]}), max_steps, locale, topic)
+        shorter = read_plan(json.dumps({**data, "steps": steps[:-1]}), max_steps, locale, topic, prompt)
         if not shorter.problem:
             return shorter
-    reading = read_plan(content, max_steps, locale, topic)
+    reading = read_plan(content, max_steps, locale, topic, prompt)
     if not reading.problem:
         return reading
     limit = f"DEEPRESEARCH_MAX_OUTPUT_TOKENS_{role.upper()}"

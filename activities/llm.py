@@ -32,6 +32,8 @@ from activities.retry_after import retry_delay
 from infra.blobs import BlobStore
 from infra.settings import Settings
 from workflows.clean import clean_text
+from workflows.echoes import measure
+from workflows.languages import language_name
 from workflows.model_output import read_plan, read_podcast_script, repair_arguments, strip_think
 from workflows.models import READER_TOOLS, Message, ModelReply, ModelRequest, ToolCall
 
@@ -45,6 +47,8 @@ def _prompt_file(path: str) -> str:
 def render_prompt(name: str, variables: dict[str, Any]) -> str:
     text = _prompt_file(f"{name}.md")
     values = {k: str(v) for k, v in variables.items()}
+    if "locale" in values:  # "Chinese (zh-CN)": a language's name is followed where a bare tag is not
+        values.setdefault("language", language_name(values["locale"]))
     values["clarification"] = (
         render_prompt("clarification", {**variables, "clarify": False}) if variables.get("clarify") else ""
     )
@@ -383,10 +387,11 @@ class ModelActivities:
         )
         plan, script, problem = None, None, None
         locale = str(request.variables.get("locale") or "en-US")
+        instructions = render_prompt(request.prompt, request.variables)  # what the model was told
         if request.output == "plan":  # json-repair can take long on hostile text: off the event loop
             reading = cut_replies.cut_plan if cut else read_plan
             args = (content, request.max_steps or 20, locale, request.topic) + ((request.serving_role,) if cut else ())
-            plan = await off_loop(reading, *args)
+            plan = await off_loop(reading, *args, instructions)
             problem = plan.problem
         elif request.output == "podcast":
             script, problem = await off_loop(read_podcast_script, content, locale)
@@ -402,6 +407,7 @@ class ModelActivities:
             podcast=script,
             context_window=learned,
             shown=await self.blobs.put(shown_text(sent)) if request.keep_shown else None,
+            **(await off_loop(measure, content, instructions, locale) if content.strip() else {}),
         )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from infra.log_lines import FORMAT, OneLine
+from infra.log_lines import FileLines, OneLine
 from infra.settings import private_dir
 
 
@@ -24,7 +24,7 @@ def setup(data_dir: Path) -> Path:
     root = logging.getLogger()
     root.setLevel(logging.INFO)
     to_file = logging.FileHandler(path, encoding="utf-8")
-    to_file.setFormatter(logging.Formatter(FORMAT))
+    to_file.setFormatter(FileLines())  # an expected, retried failure as one line, without its traceback
     to_screen = logging.StreamHandler()
     to_screen.setLevel(logging.WARNING)
     to_screen.setFormatter(OneLine())

@@ -11,13 +11,17 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote, urlsplit
 
+from workflows.echoes import EchoMask
 from workflows.eval_models import EvalTask, FactSpec, JudgeScore, Number, TaskScore
 from workflows.models import ResearchResult
 
 MAX_TEXT = 2_000_000  # characters of a report (or document) looked at
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
-# A number as reports write it: 4417, 4,417, 4 417 (thin spaces), -3.5, 12.5 (%).
-_NUMBER = re.compile(r"(?<![\w.,])([-\u2212]?)(\d{1,3}(?:[,\u2009\u202f]\d{3})+|\d+)(\.\d+)?(?!\d)")
+# A number as reports write it: 4417, 4,417, 4 417 (thin spaces), -3.5, 12.5 (%), also against
+# Chinese, Japanese or Korean text ("增长了36.5%"): not inside a word of letters, nor after a
+# decimal point or a thousands separator. One character looked behind: linear.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_NUMBER = re.compile(rf"(?<![.,])(?<![^\W{_CJK}])([-\u2212]?)(\d{{1,3}}(?:[,\u2009\u202f]\d{{3}})+|\d+)(\.\d+)?(?!\d)")
 _URL = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
 # Numbers that are not stated: any link's (host, port, a year in a path), a list item's
 # number at the start of a line ("1.", "2)"), a citation marker ("[3]", "[^4]").
@@ -172,34 +176,82 @@ def states_not_found(report: str) -> bool:
     return any(phrase in text for phrase in NOT_FOUND_PHRASES)
 
 
-def score(task: EvalTask, corpus: list[str], result: ResearchResult, shown: str | None = None) -> TaskScore:
+# A line that is only a link (a source list's entry): "- [Title](URL)", "1. <URL>", "[3]: URL".
+_LIST_MARK = re.compile(r"[ \t]*(?:[-*+•][ \t]+|\d{1,3}[.)][ \t]+|\[\^?\d{1,3}\]:?[ \t]*)?")
+_LINK_LINE = re.compile(
+    r"(?:\[[^\[\]]*\]\((?:[^\s()]|\([^\s()]*\))*\)|<?(?:https?|file)://[^\s<>]+>?)[ \t]*[.,;]?[ \t]*"
+)
+OWN_SHARE = 0.25  # a report with less of its words its own (not its request's) is an echo
+
+
+def link_only(line: str) -> bool:
+    rest = line[_LIST_MARK.match(line).end() :]  # type: ignore[union-attr]  (it matches empty)
+    return bool(rest.strip()) and _LINK_LINE.fullmatch(rest.rstrip()) is not None
+
+
+def own_text(report: str, question: str, request: list[str]) -> tuple[str, bool]:
+    """What of ``report`` is its own, and whether it is an echo. Its own:
+    the report without its link-only lines (a source list's titles are
+    pages' titles, not findings) and without every run of ``echoes.N`` or
+    more words that repeats the ``question`` or the ``request`` (the
+    prompts' instructions, the reporter's request around the findings). An
+    echo: a report with fewer than ``OWN_SHARE`` of its words not from the
+    request, or nothing but links (quoting the question makes no echo)."""
+    lines = report[:MAX_TEXT].split("\n")  # "\n" only: U+2028 and friends are text
+    kept = "\n".join(line for line in lines if not link_only(line))
+    masked, own, total = EchoMask(request).own_words(kept)
+    links_only = total == 0 and len(kept.strip()) < len(report.strip())
+    echo = links_only or (total > 0 and own / total < OWN_SHARE)
+    return EchoMask([question]).own_words(masked)[0], echo
+
+
+def _evidence(fact: FactSpec, question: Text) -> list[Number | str]:
+    """The accepted strings and numbers that can show a report found ``fact``:
+    not those the question itself states."""
+    return [accepted for accepted in fact.any if not question.has(accepted)]
+
+
+def score(
+    task: EvalTask, corpus: list[str], result: ResearchResult, request: list[str] = (), shown: str | None = None
+) -> TaskScore:
     """The deterministic scores of one report (docs/eval.md says what each
-    means); ``shown``: what the reporter was shown (its request as sent), or
-    None when it is not known (a run recorded before it was kept)."""
-    report = Text(result.final_report)
-    facts = {fact.id: fact_found(fact, report) for fact in task.facts}
+    means). ``request``: texts a report may repeat (the prompts); the task's
+    question is always one. What the report repeats of them scores nothing;
+    a report that is only that scores nothing at all (``echo``). ``shown``:
+    what the reporter was shown (its request as sent), or None when it is
+    not known (a run recorded before it was kept)."""
+    masked, echo = own_text(result.final_report, task.question, list(request))
+    report, question = Text("" if echo else masked), Text(task.question)
+    evidence = {fact.id: _evidence(fact, question) for fact in [*task.facts, *task.avoid]}
+    unscored = [fact.id for fact in task.facts if not evidence[fact.id]]  # the question gives them away
+    facts = {fact.id: any(report.has(a) for a in evidence[fact.id]) for fact in task.facts}
+    avoided = {fact.id: not any(report.has(a) for a in evidence[fact.id]) for fact in task.avoid}
     seen = Text(shown) if shown is not None else None
-    evidence = {fact.id: fact_found(fact, seen) for fact in task.facts} if seen else {}
-    avoided = {fact.id: not fact_found(fact, report) for fact in task.avoid}
+    shown_facts = (
+        {f.id: any(seen.has(a) for a in evidence[f.id]) for f in task.facts if f.id not in unscored} if seen else {}
+    )
     paths = set(corpus)
-    urls = cited_urls(result)
+    urls = [] if echo else cited_urls(result)
     cited = {corpus_path(url, paths) for url in urls} - {None}
     valid = sum(1 for url in urls if corpus_path(url, paths) or is_resource(url, task.resources))
-    found = [fact for fact in task.facts if facts[fact.id]]
+    required = [fact for fact in task.facts if fact.id not in unscored]
+    found = [fact for fact in required if facts[fact.id]]
     # Facts no web page holds (e.g. only in the task's local resources) cannot be cited: left out.
     citable = [fact for fact in found if fact.sources]
     supported = sum(1 for fact in citable if cited & set(fact.sources))
     return TaskScore(
-        fact_recall=round(len(found) / len(task.facts), 4) if task.facts else None,
+        fact_recall=round(len(found) / len(required), 4) if required else None,
         facts=facts,
-        evidence_recall=round(sum(evidence.values()) / len(task.facts), 4) if task.facts and seen else None,
-        evidence_facts=evidence,
+        evidence_recall=round(sum(shown_facts.values()) / len(required), 4) if required and seen else None,
+        evidence_facts=shown_facts,
         avoided=avoided,
         distractors_used=sum(1 for ok in avoided.values() if not ok),
-        not_in_corpus_stated=states_not_found(result.final_report) if task.unanswerable else None,
+        not_in_corpus_stated=(not echo and states_not_found(masked)) if task.unanswerable else None,
         citations=urls,
         citation_validity=round(valid / len(urls), 4) if urls else None,
         citation_support=round(supported / len(citable), 4) if citable else None,
+        echo=echo,
+        unscored=unscored,
     )
 
 

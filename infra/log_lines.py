@@ -56,6 +56,39 @@ class WorkerLines(logging.Formatter):
         return f"{self.formatTime(record)} {record.levelname} {record.name}: {line}"
 
 
+# What a slow, busy or weak model does, said in full by its one line: a reply
+# that looped, a model that did not answer in time, a provider's rate limit.
+EXPECTED_FAILURES = frozenset(("ModelRepetition", "ModelTimeout", "ModelRateLimited"))
+
+
+def retried_as_expected(record: logging.LogRecord) -> bool:
+    """A failed activity attempt that Temporal retries, whose error is what
+    a model does (``EXPECTED_FAILURES``): its traceback says nothing more."""
+    from temporalio.exceptions import ApplicationError
+
+    info = getattr(record, "temporal_activity", None)
+    err = record.exc_info[1] if record.exc_info else None
+    if not (isinstance(info, dict) and isinstance(err, ApplicationError) and not err.non_retryable):
+        return False
+    if err.type not in EXPECTED_FAILURES:
+        return False
+    limit = ATTEMPTS.get(info.get("activity_type", ""))
+    return not (limit and info.get("attempt", 1) >= limit)
+
+
+class FileLines(logging.Formatter):
+    """A log file's lines: as usual, with tracebacks, but an expected,
+    retried failure (``retried_as_expected``) as its one line."""
+
+    def __init__(self) -> None:
+        super().__init__(FORMAT)
+
+    def format(self, record: logging.LogRecord) -> str:
+        if not retried_as_expected(record):
+            return super().format(record)
+        return f"{self.formatTime(record)} {record.levelname} {record.name}: {failed_activity(record)}"
+
+
 def worker_logging(env: dict | None = None) -> None:
     """The worker's log on stderr: INFO and up, one line per failed activity
     (``DEEPRESEARCH_LOG_TRACEBACKS=1``: with its traceback, as before)."""

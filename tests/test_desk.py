@@ -138,8 +138,12 @@ async def test_start_edit_accept_and_read_the_report(page, desk, worker, script,
     assert "review_received" in progress and "step_finished" in progress
     # The costs read as the terminal words them ("1 search", not "1 searches").
     reply = await page.request.get(f"{desk}/api/runs/{run_id}")
-    usage = Usage(**(await reply.json())["result"]["usage"])
-    await playwright_api.expect(page.locator("#usage")).to_have_text(f"completed · {usage_text(usage)}")
+    shown = (await reply.json())["result"]
+    usage = Usage(**shown["usage"])
+    assert shown["sources"] == 1  # the page it read and cited
+    await playwright_api.expect(page.locator("#usage")).to_have_text(
+        f"completed · sources cited: 1 · {usage_text(usage)}"
+    )
 
     async with page.expect_download() as download:
         await page.get_by_test_id("download-md").click()
@@ -305,3 +309,21 @@ async def test_with_a_token_every_request_needs_it(worker_env, tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+async def test_a_run_whose_reporter_failed_shows_its_findings_and_says_so(page, desk, worker, script):
+    """The reporter fails once the research is done: the page shows the
+    report built from the findings, and the warning that says why."""
+    from testkit.llm_server import Reply
+
+    script.reporter = lambda request: Reply(status=400, content="this model cannot write reports")
+    await start_from_page(page, desk)
+    await phase_is(page, "awaiting_review")
+    await page.get_by_test_id("accept-button").click()
+    await phase_is(page, "completed")
+    report = page.get_by_test_id("report")
+    await playwright_api.expect(report).to_contain_text("the reporter failed", timeout=WAIT)
+    await playwright_api.expect(report).to_contain_text(FACT)
+    warnings = page.get_by_test_id("report-warnings")
+    await playwright_api.expect(warnings).to_be_visible()
+    await playwright_api.expect(warnings).to_contain_text("this model cannot write reports")

@@ -244,9 +244,26 @@ async def test_a_killed_eval_finishes_without_running_a_finished_task_again(
     again = subprocess.run(command, env=eval_env, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and f"suite {suite_id} has already finished" in again.stdout
     shown = await asyncio.to_thread(subprocess.run, status, env=eval_env, cwd=ROOT, capture_output=True, text=True)
-    assert f"evaluation suite {suite_id} has ended (completed)" in shown.stderr
     assert json.loads(out.read_text())["tasks"] == data["tasks"]
     assert len(model.requests) == requests
+    # `status` of the finished suite: its summary, from its history (no `eval` serves it now).
+    assert shown.returncode == 0, shown.stderr
+    assert f"evaluation suite {suite_id} has finished: 3 task run(s)" in shown.stdout
+    assert any(line.startswith("│ harbour ") and " completed " in line for line in shown.stdout.splitlines())
+    as_json = await asyncio.to_thread(
+        subprocess.run, [*status, "--json"], env=eval_env, cwd=ROOT, capture_output=True, text=True
+    )
+    assert json.loads(as_json.stdout)["tasks"] == data["tasks"]
+    # `status` of one of its runs: no worker answers; the run has ended, its report is one command away.
+    run_id = data["tasks"][0]["run_id"]
+    status_run = [sys.executable, "-m", "client.cli", "status", run_id]
+    shown = await asyncio.to_thread(subprocess.run, status_run, env=eval_env, cwd=ROOT, capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip() == (
+        f"run {run_id} has ended (completed); its status needs the `eval` command that ran it, and none answers "
+        f"now: `deepresearch result {run_id}` shows its report"
+    )
+    assert "deep-research" not in shown.stdout + shown.stderr
 
 
 def _found(verdicts: dict[str, bool]) -> str:
@@ -384,3 +401,117 @@ async def test_cancelling_a_suite_cancels_its_running_task_and_starts_no_other(
     ), printed[-3:]
     started = [w.id async for w in temporal_client.list_workflows(f'WorkflowId STARTS_WITH "{suite_id}-"')]
     assert started == [first], started
+
+
+def held_at_report(model: RecordingLLM) -> tuple[Gate, Gate]:
+    """The first researcher call is held until released (the suite is
+    cancelled meanwhile), then the first reporter call, the run's partial
+    report: a slow model writing it."""
+    researching = Gate(model.handler, "researcher", n=1, hold=300)
+    reporting = model.handler = Gate(researching, "reporter", n=1, hold=300)
+    return researching, reporting
+
+
+async def start_then_cancel(eval_env, tmp_path: Path, model: RecordingLLM, printed: list[str]):
+    tasks, corpus = write_suite(tmp_path)
+    researching, reporting = held_at_report(model)
+    # Three tasks, one at a time: the two waiting end the suite at once when it is cancelled.
+    command = eval_command(tasks, corpus, tmp_path / "result.json", "--concurrency", "1")
+    running = subprocess.Popen(
+        command, env=eval_env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    threading.Thread(target=lambda: printed.extend(running.stdout), daemon=True).start()
+    await researching.wait_reached(120)
+    suite_id = next(m.group(1) for line in printed if (m := re.match(r"suite (\S+):", line)))
+    cancel = [sys.executable, "-m", "client.cli", "cancel", suite_id]
+    said = await asyncio.to_thread(subprocess.run, cancel, env=eval_env, cwd=ROOT, capture_output=True, text=True)
+    assert said.returncode == 0, said.stderr
+    researching.release()
+    await reporting.wait_reached(120)  # the cancelled run writes its partial report: slowly
+    return running, reporting, f"{suite_id}-harbour-r1"
+
+
+async def printed_line(printed: list[str], running: subprocess.Popen, text: str, seconds: float) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = next((line for line in printed if text in line), None)
+        if found or running.poll() is not None:
+            break
+        await asyncio.sleep(0.2)
+    assert found, f"no line with {text!r} (eval exit code {running.poll()}): " + "".join(printed)[-3000:]
+    return found
+
+
+async def test_a_cancelled_suite_serves_its_running_task_until_its_partial_report_is_written(
+    eval_env, temporal_client, model: RecordingLLM, tmp_path: Path
+):
+    """The eval used to wait 120 s, then leave a slow model's run open with no worker (issue 31)."""
+    printed: list[str] = []
+    running, reporting, run_id = await start_then_cancel(eval_env, tmp_path, model, printed)
+    try:
+        await printed_line(printed, running, "serving its running task run(s) while they write", 60)
+        line = await printed_line(printed, running, "still serving 1 cancelled task run(s)", 60)
+        assert run_id in line and running.poll() is None
+        described = await temporal_client.get_workflow_handle(run_id).describe()
+        assert described.status.name == "RUNNING"
+        reporting.release()
+        result = await temporal_client.get_workflow_handle(run_id, result_type=ResearchResult).result()
+        assert result.status == "cancelled" and result.final_report.strip()
+        await asyncio.to_thread(running.wait, 60)
+    finally:
+        reporting.release()
+        if running.poll() is None:
+            running.kill()
+    assert running.returncode == 1 and "was cancelled" in printed[-1], printed[-3:]
+
+
+async def test_an_eval_stopped_while_it_serves_a_cancelled_run_ends_that_run(
+    eval_env, temporal_client, model: RecordingLLM, tmp_path: Path
+):
+    printed: list[str] = []
+    running, reporting, run_id = await start_then_cancel(eval_env, tmp_path, model, printed)
+    try:
+        await printed_line(printed, running, "the suite was cancelled;", 60)
+        running.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(running.wait, 60)
+    finally:
+        reporting.release()
+        if running.poll() is None:
+            running.kill()
+    described = await temporal_client.get_workflow_handle(run_id).describe()
+    assert described.status.name == "TERMINATED", "".join(printed)[-3000:]  # not left open without a worker
+    assert any(f"terminated {run_id}" in line for line in printed), printed[-5:]
+
+
+async def test_a_report_that_is_its_requests_list_of_sources_scores_nothing(
+    eval_env, temporal_client, model: RecordingLLM, tmp_path: Path
+):
+    """Gemma's "report": the reporter request's "Sources you may cite" list,
+    whose page titles happen to state the answer (issue 31, item 9)."""
+    corpus = tmp_path / "corpus"
+    (corpus / "people").mkdir(parents=True)
+    (corpus / "people/ada.md").write_text(
+        "# Ada Halvorsen, harbour master of Harrowgate\n\nFACT: the Harrowgate harbour master is Ada Halvorsen\n"
+    )
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(TASKS[0]) + "\n")
+    script = model.handler
+
+    def echoing(request: dict):
+        if role_of(request) != "reporter":
+            return script(request)
+        asked = next(m["content"] for m in request["messages"] if m["role"] == "user")
+        return asked[asked.index("# Sources you may cite") :].split("\n# Evidence", 1)[0]  # that list only
+
+    model.handler = echoing
+    out = tmp_path / "result.json"
+    done = subprocess.run(
+        eval_command(tasks, corpus, out), env=eval_env, cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (record,) = json.loads(out.read_text())["tasks"]
+    result = await temporal_client.get_workflow_handle(record["run_id"], result_type=ResearchResult).result()
+    assert result.final_report.startswith("# Sources you may cite") and "Ada Halvorsen" in result.final_report
+    assert record["echo"] is True
+    assert record["facts"] == {"name": False, "deputy": False} and record["fact_recall"] == 0.0
+    assert record["citations"] == [] and record["citation_validity"] is None

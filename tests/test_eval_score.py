@@ -194,3 +194,74 @@ def test_a_list_number_or_citation_marker_is_not_stated():
     report = "Key points:\n\n1. The works runs 17 kilns [3].\n  2) It opened in 1903[^4].\n10. Twelve: 12.\n"
     scores = score(task, CORPUS, result(report))
     assert scores.facts == {"n1": False, "n2": False, "n3": False, "n4": False, "n17": True, "n12": True}
+
+
+# --- issue 31, item 9: what a report repeats of its request scores nothing ------------
+
+
+def scored(task: EvalTask, report: str, citations: list[str] = ()):
+    """As the scoring activity scores: with the prompts as the request's text."""
+    return score_request(ScoreRequest(task=task, corpus=CORPUS, result=result(report, citations)))
+
+
+def test_a_number_written_against_chinese_characters_is_read():
+    task = EvalTask.model_validate(
+        {"id": "zh", "question": "人口增长了多少？", "facts": [{"id": "g", "number": 36.5, "tolerance": 0.05}]}
+    )
+    assert numbers_in("人口增长了36.5%，达到23,480人（2023年）") == [36.5, 23480, 2023]
+    assert scored(task, "自2010年以来，人口增长了36.5%。").facts == {"g": True}
+
+
+def test_a_report_that_is_the_reporters_list_of_sources_scores_nothing():
+    """Gemma's "report": the request's source list, whose page titles happen to be answers."""
+    report = (
+        "# Sources you may cite\n"
+        f"- [Ada Halvorsen, keeper of Lantern Rock]({WEB}/people/ada.md)\n"
+        f"- [Lantern Rock: 4,417 ships logged in 1911]({WEB}/towns/lantern%20rock.md)\n"
+    )
+    scores = scored(TASK, report, [f"{WEB}/people/ada.md"])
+    assert scores.echo is True
+    assert scores.facts == {"f1": False, "f2": False} and scores.fact_recall == 0.0
+    assert scores.citations == [] and scores.citation_validity is None and scores.citation_support is None
+
+
+def test_a_report_that_echoes_the_reporters_instructions_scores_nothing():
+    from activities.llm import render_prompt
+
+    instructions = render_prompt("reporter", {"locale": "en-US", "current_time": "2026-11-26", "report_style": "news"})
+    scores = scored(TASK, instructions + "\n\nAda Halvorsen, 4417." + SOURCES)
+    assert scores.echo is True and scores.fact_recall == 0.0 and scores.citation_validity is None
+
+
+def test_a_source_lists_titles_are_not_findings_but_its_links_are_citations():
+    report = (
+        "# The keeper\n\nThe records of the lighthouse were read for this report.\n\n## Key Citations\n"
+        f"- [Ada Halvorsen]({WEB}/people/ada.md)\n- [4,417 ships in 1911]({WEB}/towns/lantern%20rock.md)\n"
+    )
+    scores = scored(TASK, report)
+    assert scores.echo is False and scores.facts == {"f1": False, "f2": False}
+    assert scores.citation_validity == 1.0 and len(scores.citations) == 2
+
+
+def test_a_fact_the_question_states_is_not_credited_and_not_required():
+    task = EvalTask.model_validate(
+        {
+            "id": "given",
+            "question": "The keeper logged 4,417 ships in 1911. Who was the keeper of Lantern Rock?",
+            "facts": [
+                {"id": "keeper", "any": ["Ada Halvorsen"]},
+                {"id": "ships", "any": [{"number": 4417}, "4,417 ships"]},
+            ],
+        }
+    )
+    echoed = scored(task, "The keeper logged 4,417 ships in 1911. Who was the keeper of Lantern Rock? Unknown.")
+    assert echoed.facts == {"keeper": False, "ships": False} and echoed.unscored == ["ships"]
+    assert echoed.fact_recall == 0.0  # one fact required; the other is the question's own
+    answered = scored(task, "The keeper of Lantern Rock in 1911 was Ada Halvorsen, who logged 4,417 ships.")
+    assert answered.facts == {"keeper": True, "ships": False} and answered.fact_recall == 1.0
+
+
+def test_a_report_that_repeats_the_question_before_answering_keeps_its_answer():
+    report = "Who kept the Lantern Rock lighthouse and how many ships did the keeper log in 1911? Ada Halvorsen did."
+    scores = scored(TASK, report)
+    assert scores.echo is False and scores.facts == {"f1": True, "f2": False}

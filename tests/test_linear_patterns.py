@@ -212,6 +212,8 @@ def test_a_report_with_a_long_sources_heading_is_exported_at_once():
 SCANNED = [
     "workflows.model_output",
     "workflows.clean",
+    "workflows.echoes",
+    "infra.eval_score",
     "workflows.languages",
     "workflows.podcast",
     "workflows.reporter",
@@ -267,3 +269,24 @@ def test_no_module_level_pattern_backtracks_on_a_pumped_input():
         bound=240,
     )
     assert int(out) >= 30
+
+
+def test_the_echo_checks_and_the_eval_reader_are_linear_on_cjk_and_digits():
+    """Issue 31: words of a reply against its prompt, numbers against CJK
+    characters, link-only lines, a text's script."""
+    out = finishes(
+        """
+        from infra.eval_score import link_only, numbers_in, own_text
+        from workflows.echoes import echo_share
+        from workflows.languages import script_share
+        for pump in ("增1.", "1,", "增", "1" * 7 + ".", "[a](http://x" + "(" , "- [", "https://" + "a" * 50):
+            text = pump * (200_000 // len(pump))
+            numbers_in(text)
+            link_only(text)
+            own_text(text, "q " * 1000, [text[:20_000]])
+            echo_share(text, text)
+            script_share(text, "zh-CN")
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"

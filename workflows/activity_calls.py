@@ -207,7 +207,6 @@ class ActivityCalls:
         if (key in self.state.searched or key in self._searching) and workflow.patched("dedupe-searches"):
             self.state.usage.cache_hits += 1
             return self.state.searched.get(key) or await self._searching[key]
-        self.state.usage.searches += 1
         self.on_tool(f"web_search: {query}")
         request = SearchRequest(query=query, max_results=self.max_search_results)
         # A future, not a task, for parallel steps asking the same: the
@@ -221,7 +220,8 @@ class ActivityCalls:
             raise
         finally:
             self._searching.pop(key, None)
-        if not result.error:
+        if not result.error:  # a search that failed every attempt is no search (usage counts those that returned)
+            self.state.usage.searches += 1
             self.state.searched[key] = result
         return result
 
@@ -243,10 +243,11 @@ class ActivityCalls:
             return f"The local documents could not be indexed: {failure_reason(err)}"
 
     async def local_search(self, query: str, where: str = "") -> ToolResult:
-        self.state.usage.searches += 1
         self.on_tool(f"local_search: {query}")
         request = LocalSearchRequest(run_key=self.run_key, query=query, max_results=self.max_search_results)
-        return await self._tool("local_search", request, f"{where} · local_search: {query}")
+        result = await self._tool("local_search", request, f"{where} · local_search: {query}")
+        self.state.usage.searches += 0 if result.error else 1
+        return result
 
     async def crawl(self, url: str, where: str = "") -> ToolResult:
         if url in self.state.crawled:  # the same URL is fetched once per run

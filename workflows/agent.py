@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from temporalio import workflow
 
 from workflows.activity_calls import ActivityCalls
+from workflows.reply_checks import agent_answer
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.model_output import read_arguments, text_argument
@@ -98,19 +99,20 @@ async def run_agent(
                 if turn == 0:
                     return Finished("(not researched: the run's token budget was spent before this step began)")
                 break  # answer from what was gathered
-            reply = await calls.chat(turn_request(history, messages), where)
+            request = turn_request(history, messages)
+            reply = await calls.chat(request, where)
             history = reply.history
             # Every call gets an answer (an unknown tool gets an error), so
             # the conversation stays valid for the provider.
             wanted = reply.tool_calls
             if not wanted or not (workflow.patched("answer-unknown-tools") or _known(wanted, allowed)):
-                return Finished(reply.content or "(no findings)", history)
+                return Finished(*await agent_answer(calls, request, reply, where))
             results = await _run_tools(calls, wanted, session, cells, allowed, role, where or role)
             messages = [tool_message(c, r) for c, r in zip(wanted, results)]
         messages.append(Message(role="user", content=FINAL_TURN))
         final = turn_request(history, messages).model_copy(update={"tool_choice": "none"})
         reply = await calls.chat(final, f"{where} · final answer" if where else "")
-        return Finished(reply.content or "(no findings)", reply.history)
+        return Finished(*await agent_answer(calls, final, reply, where))
     finally:
         # A paused step keeps its sandbox session; an ended (or cancelled)
         # one closes it, also when no cell ran without error.

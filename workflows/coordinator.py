@@ -20,6 +20,7 @@ from typing import Literal
 from temporalio import workflow
 
 from workflows.box import Box
+from workflows.reply_checks import AGAIN, is_echo, unechoed
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.languages import locale_tag
@@ -54,17 +55,22 @@ async def coordinate(box: Box, ask_user: Callable[[str], Awaitable[str]]) -> Coo
             max_rounds=r.max_clarification_rounds,
             rounds_left=r.max_clarification_rounds - asked,
         )
-        reply = await box.calls.chat_said(
-            ModelRequest(
-                role="coordinator",
-                prompt="coordinator",
-                variables=variables,
-                history=history,
-                messages=messages,
-                tools=tools,
-            ),
-            "coordinator",
+        request = ModelRequest(
+            role="coordinator",
+            prompt="coordinator",
+            variables=variables,
+            history=history,
+            messages=messages,
+            tools=tools,
         )
+        reply = await box.calls.chat_said(request, "coordinator")
+        again = await unechoed(box.calls, request, reply, AGAIN["coordinator"], "coordinator")
+        if again is not reply:  # it repeated its instructions and was asked again
+            if is_echo(again) or not (again.content.strip() or again.tool_calls):
+                # Its own instructions twice (or then nothing): research what the user asked.
+                box.emit("notice", "the coordinator's replies repeated its instructions: researching the question")
+                return Coordination("handoff", topic="\n".join(transcript) if asked else r.question)
+            reply = again
         decision = coordination(reply, r.question, may_ask=may_ask)
         before = coordination(reply, r.question, may_ask=may_ask, strict=False)
         if decision != before and not workflow.patched("coordinator-keeps-question"):

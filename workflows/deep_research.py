@@ -32,6 +32,7 @@ from workflows.review import PlanReview, Review, parse_review
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.clean import clean_text
+    from workflows.fallback_report import fallback_report
     from workflows.languages import guess_locale
     from workflows.models import (
         PHASE_ATTRIBUTE,
@@ -107,8 +108,8 @@ class DeepResearch:
             self.emit("notice", "the run was cancelled: writing a report from what was found so far")
             self.set_phase("reporting")
             try:
-                report = await reporter.write_report(self.box, partial="the run was cancelled")
-            except ActivityError as failed:
+                report = await self.report(partial="the run was cancelled")
+            except (ActivityError, ApplicationError) as failed:
                 self.fail(failed)
             return self.finish("cancelled", report)
         except ApplicationError as err:  # raised by our own workflow code
@@ -129,8 +130,8 @@ class DeepResearch:
         self.emit("notice", f"the run cannot go on ({reason}): writing a report from what was found so far")
         self.set_phase("reporting")
         try:
-            report = await reporter.write_report(self.box, partial=f"the run failed: {reason}")
-        except ActivityError:
+            report = await self.report(partial=f"the run failed: {reason}")
+        except (ActivityError, ApplicationError):
             self.fail(err)
         self.error = reason
         self.set_phase("failed")
@@ -216,7 +217,30 @@ class DeepResearch:
         # 6. Reporter.
         self.set_phase("reporting")
         partial = f"the token budget of {r.token_budget:,} tokens was reached" if s.budget_exhausted else ""
-        return self.finish("completed", await reporter.write_report(box, partial))
+        return self.finish("completed", await self.report(partial))
+
+    async def report(self, partial: str = "") -> str:
+        """The reporter's report. A reporter that fails once the research is
+        done (its call failed after all retries, it replied nothing, or it
+        repeated its instructions twice) does not fail the run: the findings
+        and sources are the report (``workflows/fallback_report.py``), which
+        says so at its top, and the run carries a warning."""
+        try:
+            return await reporter.write_report(self.box, partial)
+        except (ActivityError, ApplicationError) as err:
+            if is_cancelled_exception(err) or blob_missing(err) or not workflow.patched("fallback-report"):
+                raise
+            why = failure_reason(err)
+            s = self.state
+            self.box.warn(
+                f"the reporter failed ({why}): the report is the research steps' findings and the run's sources, "
+                "not a report written by the model"
+            )
+            findings = (
+                [(step.title, step.execution_res) for step in s.plan.steps if step.execution_res] if s.plan else []
+            )
+            text = fallback_report(s.topic, findings, list(s.sources.values()), why, partial, s.background)
+            return reporter.verify_citations(text, list(s.sources.values()))
 
     async def build_on_earlier(self, rechecking: bool) -> ResearchResult | None:
         """Steps 1b and 1c: the earlier run (loaded already when re-checking)

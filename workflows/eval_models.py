@@ -118,6 +118,10 @@ class TaskScore(Model):
     citation_validity: float | None = None  # cited URLs in the corpus / cited URLs
     citation_support: float | None = None  # found facts with a cited source / found facts
     judge: JudgeScore | None = None
+    # The report only repeats its request (its prompts, the question) or lists
+    # links: it scored nothing (infra/eval_score.py own_text).
+    echo: bool = False
+    unscored: list[str] = Field(default_factory=list)  # facts the question itself states: not in fact_recall
 
 
 class TaskRecord(TaskScore):
@@ -133,6 +137,7 @@ class TaskRecord(TaskScore):
     crawls: int = 0
     seconds: float = 0.0
     error: str | None = None
+    warnings: list[str] = Field(default_factory=list)  # the run's (e.g. its reporter failed)
 
 
 class EvalSuiteResult(Model):

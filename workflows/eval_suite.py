@@ -122,6 +122,7 @@ class EvalSuite:
             crawls=usage.crawls if usage else 0,
             seconds=round(seconds, 3),
             error=error,
+            warnings=list(result.warnings) if result else [],
         )
 
     async def _judge(self, task: EvalTask, result: ResearchResult) -> tuple[ModelReply | None, str | None]:

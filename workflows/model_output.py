@@ -195,11 +195,13 @@ class PlanReading:
         self.plan, self.problem, self.cut = plan, problem, cut or []
 
 
-def read_plan(text: str, max_step_num: int, locale: str, topic: str = "") -> PlanReading:
+def read_plan(text: str, max_step_num: int, locale: str, topic: str = "", prompt: str = "") -> PlanReading:
     """Repair and validate the planner's JSON. A bare list of steps becomes a
     plan; a step without a type is research when it needs search, else
     analysis; missing titles come from the topic; steps beyond
-    ``max_step_num`` are cut (and named in ``cut``)."""
+    ``max_step_num`` are cut (and named in ``cut``). A plan that copies
+    ``prompt`` (the planner's instructions, as the model saw them: its
+    example's placeholders) is no plan."""
     data, problem = load_json(text)
     if problem:
         return PlanReading(None, problem)
@@ -231,9 +233,21 @@ def read_plan(text: str, max_step_num: int, locale: str, topic: str = "") -> Pla
         return PlanReading(None, f"the plan could not be read: {type(err).__name__}")
     if not plan.steps and not plan.has_enough_context:
         return PlanReading(None, "the plan has no steps but has_enough_context is false")
+    if prompt and (copied := plan_copies(plan, prompt)):
+        return PlanReading(None, f"the plan is not about the question: {copied}")
     cut = [s.title for s in plan.steps[max_step_num:]]
     plan.steps = plan.steps[:max_step_num]
     return PlanReading(plan, None, cut)
+
+
+def plan_copies(plan: Plan, prompt: str) -> str | None:
+    """Why ``plan`` is its prompt's text rather than a plan (its example's
+    placeholders: "a short title for the research", "what to find out,
+    precisely"), or None (``workflows/echoes.py``)."""
+    from workflows.echoes import copies_prompt
+
+    steps = [[s.title, s.description] for s in plan.steps]
+    return copies_prompt([plan.title, plan.thought], steps, prompt)
 
 
 def _complete_step(step: dict, n: int, plan_title: str) -> None:

@@ -425,6 +425,14 @@ class ModelReply(Model):
     context_window: int | None = None
     # With ``keep_shown``: the request's text as sent, a blob reference.
     shown: str | None = None
+    # The share of the reply's runs of words found in its own instructions
+    # (the rendered system prompt; workflows/echoes.py): near 1 when the
+    # model repeated its prompt instead of answering.
+    echo: float = 0.0
+    # The share of the reply's writing in the script of the request's locale
+    # (workflows/languages.py); None: too short to tell, or a locale whose
+    # script is not known.
+    in_locale: float | None = None
 
 
 # --- tools -------------------------------------------------------------------

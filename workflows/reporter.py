@@ -16,6 +16,7 @@ from temporalio.exceptions import ActivityError
 from workflows import evidence
 from workflows.activity_calls import too_large
 from workflows.box import Box
+from workflows.reply_checks import checked_report
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.changes import changes_section, for_reporter, without_changes
@@ -54,8 +55,8 @@ async def write_report(box: Box, partial: str = "") -> str:
                 "notice", f"the findings do not fit the reporter's context window: condensing ({oversized[0]:,} tokens)"
             )
             findings = await _condense_all(box, findings, *oversized)
-    report = reply.content
     state.reporter_input = reply.shown
+    report = (await checked_report(box, request, reply)).content  # an echo, the wrong language: asked again
     if state.recheck:  # re-checked: the workflow writes what changed, from its own comparison
         report = with_changes(without_changes(report), changes_section(state.recheck))
     elif state.prior and not has_changes_section(report):

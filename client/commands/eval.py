@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import dataclasses
 from contextlib import AsyncExitStack
+from datetime import timedelta
 
 from client import terminal_log
 from client.commands.run import dev_ports, embedded_server, in_process_worker, no_model_line, split_address
@@ -40,7 +41,7 @@ from infra.temporal import connect
 from workflows.eval_models import EvalProgress, EvalSuiteInput, EvalSuiteResult
 
 POLL_SECONDS = 0.5
-CANCEL_WAIT_SECONDS = 120.0  # how long a cancelled suite's runs may take to write their partial reports
+NOTICE_SECONDS = 30.0  # how often the eval says it still serves a cancelled suite's runs
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -124,7 +125,7 @@ async def run_suite(args, console, suite, request: EvalSuiteInput, base: Setting
         try:
             result = await follow(handle, worker, console)
         except SuiteCancelled as cancelled:
-            await finish_cancelled(client, cancelled.progress, console)
+            await finish_cancelled(client, handle, cancelled.progress, console)
             raise CliError(f"evaluation suite {workflow_id} was cancelled: {cancelled.summary()}") from None
         except asyncio.CancelledError:
             console.print(
@@ -170,14 +171,20 @@ class SuiteCancelled(Exception):
         return f"{done} of {total} task run(s) had finished; the same `eval` command runs it anew"
 
 
-async def finish_cancelled(client, progress: EvalProgress | None, console) -> None:
+async def finish_cancelled(client, handle, progress: EvalProgress | None, console) -> None:
     """A cancelled suite ends at once and asks its running research runs to
     cancel: they need this process's worker to write their partial reports,
-    so it serves them until they have ended (a bounded wait)."""
-    running = progress.running if progress else []
+    so it serves them until every one has ended, however slow the model,
+    saying so every ``NOTICE_SECONDS``. Stopped while it waits (Ctrl-C,
+    SIGTERM), it terminates those still open: none is left without a worker."""
+    running = await running_at_cancel(handle, progress)
     if not running:
         return
-    console.print(f"\nthe suite was cancelled; ending its running task run(s): {', '.join(running)}", markup=False)
+    console.print(
+        f"\nthe suite was cancelled; serving its running task run(s) while they write their partial reports: "
+        f"{', '.join(running)}",
+        markup=False,
+    )
 
     async def ended(run_id: str) -> None:
         try:
@@ -185,7 +192,45 @@ async def finish_cancelled(client, progress: EvalProgress | None, console) -> No
         except Exception:  # noqa: BLE001 - cancelled, failed: ended either way
             pass
 
-    await asyncio.wait([asyncio.ensure_future(ended(r)) for r in running], timeout=CANCEL_WAIT_SECONDS)
+    waits = {run_id: asyncio.ensure_future(ended(run_id)) for run_id in running}
+    try:
+        while not all(wait.done() for wait in waits.values()):
+            await asyncio.wait(waits.values(), timeout=NOTICE_SECONDS)
+            left = [run_id for run_id, wait in waits.items() if not wait.done()]
+            if left:
+                console.print(
+                    f"still serving {len(left)} cancelled task run(s) while they write their partial reports "
+                    f"(a slow model takes a while): {', '.join(left)}",
+                    markup=False,
+                )
+    except asyncio.CancelledError:
+        left = [run_id for run_id, wait in waits.items() if not wait.done()]
+        for wait in waits.values():
+            wait.cancel()
+        await terminate(client, left, console)
+        raise
+
+
+async def running_at_cancel(handle, progress: EvalProgress | None) -> list[str]:
+    """The suite's task runs still going when it was cancelled: its progress
+    as its history ends (the last progress seen may be half a second old)."""
+    try:
+        progress = await handle.query("progress", result_type=EvalProgress, rpc_timeout=timedelta(seconds=10))
+    except Exception:  # noqa: BLE001 - not answered: the last progress seen
+        pass
+    return list(progress.running) if progress else []
+
+
+async def terminate(client, run_ids: list[str], console) -> None:
+    """End the runs this eval can no longer serve: no worker would."""
+    for run_id in run_ids:
+        try:
+            await client.get_workflow_handle(run_id).terminate(
+                reason="the eval serving it was stopped before its partial report was written"
+            )
+        except Exception:  # noqa: BLE001 - it ended meanwhile
+            continue
+        console.print(f"terminated {run_id}: the eval was stopped before its partial report was written", markup=False)
 
 
 async def follow(handle, worker: asyncio.Task, console) -> EvalSuiteResult:

@@ -54,6 +54,9 @@ async def main(args: argparse.Namespace) -> int:
         print_report(make_console(), text)
     else:
         print(text, end="" if text.endswith("\n") else "\n")
+    if fmt != "json":  # (--json holds them)
+        for warning in result.warnings:  # e.g. the report is the findings: the reporter failed
+            print(f"warning: {warning}", file=sys.stderr)
     return exit_code(result)
 
 

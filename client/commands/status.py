@@ -71,6 +71,7 @@ async def full(args: argparse.Namespace, conn: Connection, failed: RPCError | No
 
     from client.commands.result import SIDE_KINDS
     from infra.temporal import connect
+    from workflows.eval_models import EvalSuiteResult
     from workflows.models import SideStatus
 
     client = await connect(conn)
@@ -79,7 +80,9 @@ async def full(args: argparse.Namespace, conn: Connection, failed: RPCError | No
     if described.workflow_type == "FollowUp":
         return await show_thread(handle, args.json)
     if described.workflow_type == "EvalSuite":
-        return await show_suite(handle, described, args.json)
+        return await show_suite(
+            client.get_workflow_handle(handle.id, result_type=EvalSuiteResult), described, args.json
+        )
     kind = SIDE_KINDS.get(described.workflow_type)
     try:
         if failed is not None:
@@ -96,16 +99,33 @@ async def full(args: argparse.Namespace, conn: Connection, failed: RPCError | No
             raise CliError(problem.line(handle.id)) from None
         if isinstance(err, WorkflowQueryFailedError):
             raise
-        raise CliError(
-            f"no worker answered the status query within {QUERY_TIMEOUT.seconds} s; "
-            f"is one running on task queue {conn.task_queue!r}? (`{cli_name()} worker`)"
-        ) from None
+        return unanswered(handle.id, described, conn.task_queue)
     if isinstance(status, SideStatus):
         return await show_side_status(handle, status, args.json)
     if args.json:
         print(status.model_dump_json(indent=2))
         return 0
     return show(status, handle.id)
+
+
+def unanswered(workflow_id: str, described, default_queue: str) -> int:
+    """No worker answered the status query: the run's own task queue named
+    (an eval's runs poll the eval's), and for a run that has ended, how it
+    ended and where its report is."""
+    from temporalio.client import WorkflowExecutionStatus
+
+    queue = described.task_queue or default_queue
+    in_eval = bool(described.parent_id) and queue == described.parent_id  # the queue of the suite's `eval`
+    serves = "the `eval` command that ran it" if in_eval else f"a worker on task queue {queue!r}"
+    if described.status not in (None, WorkflowExecutionStatus.RUNNING):
+        state = described.status.name.lower()
+        print(
+            f"run {workflow_id} has ended ({state}); its status needs {serves}, and none answers now: "
+            f"`{cli_name()} result {workflow_id}` shows its report"
+        )
+        return 0
+    start = "run the same `eval` command again" if in_eval else f"`{cli_name()} worker --task-queue {queue}`"
+    raise CliError(f"no worker answered the status query within {QUERY_TIMEOUT.seconds} s; it needs {serves} ({start})")
 
 
 async def show_thread(handle: WorkflowHandle, as_json: bool) -> int:
@@ -136,9 +156,12 @@ async def show_suite(handle: WorkflowHandle, described, as_json: bool) -> int:
     from workflows.eval_models import EvalProgress
 
     again = "run the same `eval` command again"
+    if described.status == WorkflowExecutionStatus.COMPLETED:
+        return await show_finished_suite(handle, as_json)
     if described.status != WorkflowExecutionStatus.RUNNING:
         state = described.status.name.lower() if described.status else "closed"
-        raise CliError(f"evaluation suite {handle.id} has ended ({state}): {again} to print its table")
+        print(f"evaluation suite {handle.id} has ended ({state}): the same `eval` command runs it anew")
+        return 0
     try:
         progress = await handle.query("progress", result_type=EvalProgress, rpc_timeout=QUERY_TIMEOUT)
     except RPCError:
@@ -149,6 +172,25 @@ async def show_suite(handle: WorkflowHandle, described, as_json: bool) -> int:
     lines = [f"evaluation suite {handle.id}: {progress.done} of {progress.total} task run(s) finished"]
     lines += [f"running: {run}" for run in progress.running]
     print("\n".join(lines))
+    return 0
+
+
+async def show_finished_suite(handle: WorkflowHandle, as_json: bool) -> int:
+    """A finished evaluation suite: its table and totals, read from its
+    history (no worker needed)."""
+    from client.evaluation import results
+    from workflows.eval_models import EvalSuiteResult
+
+    done: EvalSuiteResult = await handle.result()
+    data = results.suite_json(done.suite, {}, [r.model_dump(mode="json") for r in done.records])
+    if as_json:
+        data.pop("models")
+        print(json.dumps({"workflow_id": handle.id, "status": "completed"} | data, ensure_ascii=False, indent=2))
+        return 0
+    console = make_console()
+    console.print(f"evaluation suite {handle.id} has finished: {len(done.records)} task run(s)", markup=False)
+    results.show(console, data)
+    console.print(f"each task's report: `{cli_name()} result RUN_ID` ({handle.id}-<task>-r1)", markup=False)
     return 0
 
 

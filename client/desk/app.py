@@ -243,7 +243,7 @@ class Desk:
                 "citations": [c.model_dump() for c in result.citations],
                 "usage": result.usage.model_dump(),
                 "usage_text": usage_text(result.usage),  # the CLI's wording
-                "warnings": result.warnings,
+                "warnings": list(result.warnings),
                 "sources": len(result.citations),
             }
             out["files"] = await self._files(run_id)

@@ -39,6 +39,9 @@ JSON_FIELDS = (
     "seconds",
     "judge",
     "error",
+    "echo",
+    "unscored",
+    "warnings",
 )
 
 

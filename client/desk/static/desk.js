@@ -226,6 +226,7 @@ function putReport(id, html, partial) {
     a.rel = "noopener noreferrer";
   }
   $("report-heading").textContent = partial ? "Partial report" : "Report";
+  $("report-warnings").hidden = true;
   $("report-actions").hidden = partial; // a failed run has no downloads, and no thread to ask
   $("ask-box").hidden = partial;
 }
@@ -251,6 +252,10 @@ function showReport(id, data) {
   const box = $("report-box");
   putReport(id, data.result.report_html, false);
   showChanges(data.result.changes_html);
+  // What to know before trusting the report (e.g. the reporter failed: the report is the findings).
+  const warnings = data.result.warnings || [];
+  $("report-warnings").textContent = warnings.map((w) => `Warning: ${w}`).join("\n");
+  $("report-warnings").hidden = !warnings.length;
   const base = `/api/runs/${encodeURIComponent(id)}`;
   for (const fmt of ["md", "html", "json", "pdf", "docx"]) $("download-" + fmt).href = base + "/report." + fmt;
   const files = data.files || {};
@@ -269,9 +274,6 @@ function showReport(id, data) {
   // A podcast or deck being made: look again until it is there.
   if (["slides", "podcast"].some((kind) => files[kind] === "running")) lookAgain(id, 2000);
   $("usage").textContent = `${data.result.status} · sources cited: ${data.result.sources} · ${data.result.usage_text}`;
-  const warnings = data.result.warnings || [];
-  $("warnings").hidden = !warnings.length;
-  $("warnings").replaceChildren(...warnings.map((w) => el("li", "Warning: " + w)));
   box.hidden = false;
 }
 

@@ -1,0 +1,125 @@
+"""The run's own checks on what a model wrote, before anything of it is used.
+
+The model activity measures each reply (``ModelReply.echo``: how much of it
+repeats its instructions; ``ModelReply.in_locale``: how much is in the
+locale's script); the workflow decides here, for every role the same way:
+
+- a reply that is mostly its own instructions or the prompt's example
+  (``workflows/echoes.py``) failed: it is asked for once more, with a word on
+  what went wrong; still an echo, the caller falls back (the coordinator
+  hands the question off, an agent's findings say nothing usable was
+  written, the reporter's run gets the report built from the findings,
+  ``workflows/fallback_report.py``);
+- a report in another script than its locale's is asked for once more, in
+  the locale's language; still not, it is kept, with a warning.
+
+Recorded replies carry neither measure, so a replayed run decides as it did.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+
+from workflows.activity_calls import ActivityCalls
+from workflows.box import Box
+
+with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
+    from workflows.echoes import echoed
+    from workflows.languages import language_name
+    from workflows.models import Message, ModelReply, ModelRequest
+
+ECHO_PATCH = "re-ask-echoed-replies"
+LANGUAGE_PATCH = "re-ask-report-language"
+IN_LOCALE_LIMIT = 0.3  # a report with less of its writing in the locale's script is in another language
+
+AGAIN = {
+    "coordinator": "Your reply repeated your instructions instead of answering. Do not repeat them. Answer the "
+    "user's message now: reply briefly to small talk, or call the hand-off tool with the research topic.",
+    "reporter": "Your reply repeated your instructions instead of writing the report. Do not repeat them. Write "
+    "the report now, from the findings and sources in the message above.",
+}
+AGENT_AGAIN = (
+    "Your reply repeated your instructions instead of reporting on your step. Do not repeat them. Write your "
+    "findings on the step now, from what you have read (or say plainly that nothing was found)."
+)
+NOTHING_USABLE = "(no usable findings: the {role}'s replies repeated its instructions instead of reporting on the step)"
+
+
+class ReporterEchoed(ApplicationError):
+    """The reporter repeated its instructions twice: no report was written."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the reporter's replies repeated its instructions twice instead of a report",
+            type="ReporterEchoed",
+            non_retryable=True,
+        )
+
+
+def is_echo(reply: ModelReply) -> bool:
+    return echoed(reply.echo, bool(reply.tool_calls))
+
+
+async def unechoed(
+    calls: ActivityCalls, request: ModelRequest, reply: ModelReply, nudge: str, where: str
+) -> ModelReply:
+    """``reply``, or, when it repeats its instructions, the reply to the same
+    request asked once more with ``nudge`` (the echo left out of the
+    conversation). The caller checks the answer with ``is_echo``."""
+    if not is_echo(reply) or not workflow.patched(ECHO_PATCH):
+        return reply
+    more = [*request.messages, Message(role="user", content=nudge)]
+    again = request.model_copy(update={"messages": more, "on_overflow": "trim"})
+    return await calls.chat(again, f"{where or request.role} · asked again (it repeated its instructions)")
+
+
+async def agent_answer(
+    calls: ActivityCalls, request: ModelRequest, reply: ModelReply, where: str
+) -> tuple[str, str | None]:
+    """An agent's findings from its answer (a reply without tool calls), and
+    the conversation they end: an echo is asked for once more, without
+    tools; still an echo, the findings say nothing usable was written."""
+    if not is_echo(reply):
+        return reply.content or "(no findings)", reply.history
+    again = await unechoed(calls, request.model_copy(update={"tool_choice": "none"}), reply, AGENT_AGAIN, where)
+    if is_echo(again):
+        return NOTHING_USABLE.format(role=request.role), again.history
+    return again.content or "(no findings)", again.history
+
+
+async def checked_report(box: Box, request: ModelRequest, reply: ModelReply) -> ModelReply:
+    """The reporter's reply, asked for again once if it repeats its
+    instructions (``ReporterEchoed`` when it does twice) and once if it is
+    in another language than the run's locale."""
+    reply = await unechoed(box.calls, request, reply, AGAIN["reporter"], "reporter")
+    if is_echo(reply):
+        raise ReporterEchoed()
+    if reply.in_locale is None or reply.in_locale >= IN_LOCALE_LIMIT or not workflow.patched(LANGUAGE_PATCH):
+        return reply
+    language = language_name(box.state.locale)
+    box.emit("notice", f"the report is not in {language}: asking the reporter to write it again in {language}")
+    again = request.model_copy(
+        update={
+            "history": reply.history,
+            "on_overflow": "trim",  # the findings may give way to the report to rewrite
+            "messages": [
+                Message(
+                    role="user",
+                    content=f"The report above is not written in {language}. Write the whole report again in "
+                    f"{language}: the same structure, facts, numbers and links, every sentence in {language}.",
+                )
+            ],
+        }
+    )
+    try:
+        rewritten = await box.calls.chat(again, "reporter · asked again in the run's language")
+    except ActivityError as err:
+        if is_cancelled_exception(err):
+            raise
+        rewritten = reply.model_copy(update={"content": ""})
+    better = rewritten.content.strip() and not is_echo(rewritten) and (rewritten.in_locale or 0) > reply.in_locale
+    if better and (rewritten.in_locale or 0) >= IN_LOCALE_LIMIT:
+        return rewritten
+    box.warn(f"the report is not written in {language}: the reporter wrote it in another language twice")
+    return rewritten if better else reply
