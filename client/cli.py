@@ -29,7 +29,16 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def add_connection_options(parser: argparse.ArgumentParser, default: object) -> None:
+# The task queue a command uses when none is given, where it is not DEEPRESEARCH_TASK_QUEUE's.
+QUEUE_DEFAULTS = {
+    "demo": "deep-research-demo",
+    "worker": "deep-research; with --demo deep-research-demo",
+    "ui": "deep-research; with --demo deep-research-demo",
+    "eval": "the suite's id",
+}
+
+
+def add_connection_options(parser: argparse.ArgumentParser, default: object, queue: str = "deep-research") -> None:
     # On the main parser (default None) and on each command (default SUPPRESS,
     # so a value given before the command is not overwritten).
     group = parser.add_argument_group("connection")
@@ -39,20 +48,24 @@ def add_connection_options(parser: argparse.ArgumentParser, default: object) -> 
     group.add_argument(
         "--namespace", default=default, help="Temporal namespace (TEMPORAL_NAMESPACE; default 'default')"
     )
-    group.add_argument(
-        "--task-queue", default=default, help="task queue (DEEPRESEARCH_TASK_QUEUE; default deep-research)"
-    )
+    group.add_argument("--task-queue", default=default, help=f"task queue (DEEPRESEARCH_TASK_QUEUE; default {queue})")
 
 
-def add_run_options(parser: argparse.ArgumentParser, question_optional: bool = False) -> None:
+def add_run_options(
+    parser: argparse.ArgumentParser,
+    question_optional: bool = False,
+    id_help: str = "workflow id (default research-<random>)",
+    leave_out: tuple[str, ...] = (),
+) -> None:
     if question_optional:
         parser.add_argument("question", nargs="?", default="", help="what to research (not with --attach)")
     else:
         parser.add_argument("question", help="what to research")
-    parser.add_argument("--id", help="workflow id (default research-<random>)")
+    parser.add_argument("--id", help=id_help)
     group = parser.add_argument_group("run options")
     for option, field, keywords in RUN_OPTIONS:
-        group.add_argument(option, dest=field, default=argparse.SUPPRESS, **keywords)
+        if field not in leave_out:
+            group.add_argument(option, dest=field, default=argparse.SUPPRESS, **keywords)
 
 
 def add_eval_command(sub: argparse.ArgumentParser) -> None:
@@ -82,7 +95,7 @@ def build_parser() -> Parser:
         sub = commands.add_parser(name, help=help, description=help)
         sub.set_defaults(handler=handler)
         if name != "server":
-            add_connection_options(sub, argparse.SUPPRESS)
+            add_connection_options(sub, argparse.SUPPRESS, QUEUE_DEFAULTS.get(name, "deep-research"))
         return sub
 
     run = command("run", "run:main", "research a question: start, follow, review the plan, print the report")
@@ -220,7 +233,13 @@ def add_research_goes_on(command) -> None:
     actions = schedule.add_subparsers(dest="action", required=True, metavar="ACTION")
     create = actions.add_parser("create", help="create a schedule: each run builds on its last completed one")
     create.add_argument("name", metavar="NAME")
-    add_run_options(create)
+    # Plans are accepted unless --review (no --auto-accept), and each run builds on
+    # the schedule's own last run (no --continue-from).
+    add_run_options(
+        create,
+        id_help="the start of each run's workflow id (default NAME; Temporal adds the start time)",
+        leave_out=("auto_accept_plan", "continue_from"),
+    )
     when = create.add_mutually_exclusive_group(required=True)
     when.add_argument("--every", metavar="DURATION", help="e.g. 1w, 1d, 12h, 30m (s, m, h, d, w)")
     when.add_argument("--cron", metavar="EXPR", help="a cron expression, e.g. '0 8 * * MON'")

@@ -386,15 +386,43 @@ async def test_bad_schedule_input_is_one_line(worker_env, worker):
         done = await asyncio.to_thread(cli, worker_env, "schedule", "create", name, QUESTION, *timing)
         assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, (timing, done.stderr)
         assert "Traceback" not in done.stderr and f"error: {timing[0]}" in done.stderr
+    # Issue 27, item 7: a cron expression no date matches was accepted and listed as "EVERY ?".
+    never = await asyncio.to_thread(cli, worker_env, "schedule", "create", name, QUESTION, "--cron", "0 0 31 2 *")
+    assert never.returncode == 1 and never.stderr.strip().splitlines() == [
+        "error: --cron '0 0 31 2 *' never fires (no date matches it): no schedule created"
+    ]
     created = await asyncio.to_thread(cli, worker_env, "schedule", "create", name, QUESTION, "--every", "1w")
-    assert created.returncode == 0, created.stderr
+    assert created.returncode == 0, created.stderr  # the refused one left nothing under its name
+    weekdays = f"{name}-cron"
     try:
         again = await asyncio.to_thread(cli, worker_env, "schedule", "create", name, "Other?", "--cron", "0 8 * * *")
         assert again.returncode == 1 and again.stderr.strip().splitlines() == [
             f"error: a schedule named {name!r} already exists (delete it first, or choose another name)"
         ]
+        made = await asyncio.to_thread(
+            cli, worker_env, "schedule", "create", weekdays, QUESTION, "--cron", "0 8 * * MON-FRI"
+        )
+        assert made.returncode == 0, made.stderr
+        listed = (await asyncio.to_thread(cli, worker_env, "schedule", "list")).stdout.splitlines()
+        row = next(line for line in listed if line.startswith(weekdays))
+        assert row.split("  ")[1].strip() == "0 8 * * MON-FRI"  # its timing, where "?" stood
     finally:
         assert (await asyncio.to_thread(cli, worker_env, "schedule", "delete", name)).returncode == 0
+        await asyncio.to_thread(cli, worker_env, "schedule", "delete", weekdays)
+
+
+def test_schedule_create_offers_only_the_options_it_keeps():
+    """Issue 27, item 10: --auto-accept sat beside --review (which decides) and
+    --continue-from beside the schedule's own building on its last run."""
+    from client.cli import build_parser
+
+    parser = build_parser()
+    helped = parser._subparsers._group_actions[0].choices["schedule"]._subparsers._group_actions[0].choices["create"]
+    text = helped.format_help()
+    assert "--auto-accept" not in text and "--continue-from" not in text
+    assert "--review" in text and "Temporal adds the start time" in text  # --id: what it names
+    with pytest.raises(SystemExit):
+        parser.parse_args(["schedule", "create", "n", "q?", "--every", "1w", "--auto-accept"])
 
 
 async def test_a_schedule_made_anew_under_an_old_name_starts_afresh(worker_env, worker, llm, temporal_client):
