@@ -125,7 +125,8 @@ async def main(args: argparse.Namespace) -> int:
                 style="yellow",
                 markup=False,
             )
-        await check_continue_from(client, conn, request)
+        if note := await check_continue_from(client, conn, request):
+            console.print(note, style="yellow", markup=False)
         handle = await start_research(client, conn, request, args.id or new_workflow_id())
         console.print(f"run {handle.id} started; details in {log_file}", markup=False)
         try:
