@@ -29,6 +29,7 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+DEMO_HELP = "use the demo's scripted model and offline web, as `demo` does"
 # The task queue a command uses when none is given, where it is not DEEPRESEARCH_TASK_QUEUE's.
 QUEUE_DEFAULTS = {
     "demo": "deep-research-demo",
@@ -179,6 +180,11 @@ def build_parser() -> Parser:
 
     ui = command("ui", "ui:main", "serve the research desk: a web page to start, follow, review and read runs")
     ui.add_argument(
+        "--demo",
+        action="store_true",
+        help=DEMO_HELP + ", with its worker in this process (no key; starts the embedded server when none runs)",
+    )
+    ui.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need DEEPRESEARCH_UI_TOKEN)"
     )
     ui.add_argument("--port", type=int, default=8765, help="port (default 8765)")
@@ -208,9 +214,18 @@ def build_parser() -> Parser:
     gc.add_argument("--dry-run", action="store_true", help="say what would be deleted, delete nothing")
 
     add_research_goes_on(command)
-    add_eval_command(command("eval", "eval:main", "run an evaluation suite on an offline corpus and score the reports"))
+    evaluation = command("eval", "eval:main", "run an evaluation suite on an offline corpus and score the reports")
+    add_eval_command(evaluation)
+    evaluation.add_argument(
+        "--demo", action="store_true", help=DEMO_HELP + " (no key; it scores the rules, not a model)"
+    )
 
-    command("worker", "worker:main", "run a worker until Ctrl-C")
+    worker = command("worker", "worker:main", "run a worker until Ctrl-C")
+    worker.add_argument(
+        "--demo",
+        action="store_true",
+        help=DEMO_HELP + " on the demo's task queue (no key; starts the embedded server when none runs)",
+    )
     command("doctor", "doctor:main", "check the configuration: one row per check, naming what to set")
 
     server = command("server", "server:main", "run the embedded Temporal dev server with its UI until Ctrl-C")
@@ -244,6 +259,9 @@ def add_research_goes_on(command) -> None:
     when.add_argument("--every", metavar="DURATION", help="e.g. 1w, 1d, 12h, 30m (s, m, h, d, w)")
     when.add_argument("--cron", metavar="EXPR", help="a cron expression, e.g. '0 8 * * MON'")
     create.add_argument("--review", action="store_true", help="each run waits for plan review (default: auto-accept)")
+    create.add_argument(
+        "--demo", action="store_true", help="its runs go to the demo's task queue: `worker --demo` serves them, no key"
+    )
     add_connection_options(create, argparse.SUPPRESS)
     add_connection_options(
         actions.add_parser("list", help="the schedules, their next and last runs"), argparse.SUPPRESS

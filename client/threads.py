@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from client.errors import CliError
 from client.ids import thread_id
 from client.side_outputs import finished_report
+from client.talk import worker_command
 from infra.errors import cli_name
 from workflows.follow_up_models import MAX_QUESTION, FollowUpAnswer, FollowUpInput
 
@@ -45,7 +46,7 @@ async def ask(client: Client, conn: Connection, run_id: str, question: str, revi
     queue = (await client.get_workflow_handle(run_id).describe()).task_queue or conn.task_queue
     if not await has_pollers(client, dataclasses.replace(conn, task_queue=queue)):
         raise CliError(
-            f"no worker polls task queue {queue!r}, the queue of run {run_id}: start one with {worker(queue)}"
+            f"no worker polls task queue {queue!r}, the queue of run {run_id}: start one with {worker_command(queue)}"
         )
     attributes = await search_attributes_ready(client.service_client, conn.namespace)
     start = WithStartWorkflowOperation(
@@ -62,16 +63,6 @@ async def ask(client: Client, conn: Connection, run_id: str, question: str, revi
             "ask", args=[question, bool(review)], start_workflow_operation=start, result_type=FollowUpAnswer
         )
     )
-
-
-def worker(queue: str) -> str:
-    """The command that starts a worker for ``queue``: the demo's queue takes
-    the demo's worker (the scripted model, no key)."""
-    from client.commands.demo import DEMO_TASK_QUEUE
-
-    if queue == DEMO_TASK_QUEUE:
-        return f"`{cli_name()} worker --demo` (the demo's scripted model, no key needed)"
-    return f"`{cli_name()} worker --task-queue {queue}`"
 
 
 async def check_thread_id(client: Client, run_id: str) -> None:

@@ -24,11 +24,13 @@ QUERY = " OR ".join(f'WorkflowType="{t}"' for t in TYPES)
 
 
 async def main(args: argparse.Namespace) -> int:
-    conn = connection(args)
-    try:
-        runs = await quick.list_workflows(conn, QUERY, args.limit)
-    except quick.NotQuick:
-        runs = await full(conn, QUERY, args.limit)
+    from client.stored_runs import stored_runs
+
+    with stored_runs(connection(args)) as reading:  # no server: the runs stored in the data dir
+        try:
+            runs = await quick.list_workflows(reading.conn, QUERY, args.limit)
+        except quick.NotQuick:
+            runs = await full(reading.conn, QUERY, args.limit)
     console = make_console()
     if not runs:
         console.print("no runs yet")

@@ -50,6 +50,10 @@ def check_name(name: str) -> str:
 
 
 async def main(args: argparse.Namespace) -> int:
+    if getattr(args, "demo", False) and not getattr(args, "task_queue", None):
+        from client.talk import DEMO_TASK_QUEUE
+
+        args.task_queue = DEMO_TASK_QUEUE  # the demo's scripted model: `worker --demo` serves it
     conn = connection(args)
     if args.action == "create":
         spec = timing(args)  # bad input: one line before anything connects
@@ -143,6 +147,8 @@ async def create(client, conn, args: argparse.Namespace, spec) -> int:
         f"plans {'wait for review' if args.review else 'are accepted automatically'}. "
         f"See `{cli_name()} schedule list` and the Temporal UI's Schedules page."
     )
+    if getattr(args, "demo", False):
+        print(f"its runs go to the demo's scripted model: they run while `{cli_name()} worker --demo` runs")
     return 0
 
 
