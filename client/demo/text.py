@@ -203,14 +203,15 @@ def key_points(question: str, bullets: list[str], most: int = 4) -> list[str]:
     """The findings that answer the question best (a link's title counts:
     it names what the sentence is about), none that share too little with it."""
     wanted = Wanted(question)
-    matched = [wanted.matched(b) for b in bullets]
+    shown = [_LINK.sub(r"\1", b) for b in bullets]  # a link's title counts, its URL does not
+    matched = [wanted.matched(text) for text in shown]
     seen = Counter(m for found in matched for m in found)
     # What few findings hold tells them apart ("Brackwater" more than "population").
     weights = {m: 1 + math.log(len(bullets) / n) for m, n in seen.items()}
-    scores = [wanted.worth(m, weights) + wanted.score(b) - wanted.worth(m) for b, m in zip(bullets, matched)]
-    scored = sorted((-score, n, b) for n, (b, score) in enumerate(zip(bullets, scores)))
+    scores = [wanted.worth(m, weights) + _number_bonus(wanted, text) for text, m in zip(shown, matched)]
+    scored = sorted((-score, n) for n, score in enumerate(scores))
     best = -scored[0][0] if scored else 0.0
-    return [b for score, n, b in scored[:most] if wanted.score(b) >= wanted.least and -score >= best / 2]
+    return [bullets[n] for score, n in scored[:most] if wanted.worth(matched[n]) >= wanted.least and -score >= best / 2]
 
 
 def linked_bullet(line: str) -> str | None:
