@@ -24,10 +24,11 @@ _PROPER = re.compile(r"\b[A-Z][\w'’-]*(?:[ \t]+(?:of[ \t]+)?[A-Z][\w'’-]*)+"
 _CAPITALISED = re.compile(r"\b[A-Z][\w'’-]{2,}")
 _LINKED = re.compile(r"\[([^\]\n]{0,300})\]\(((?:https?|file)://[^)\s]{1,2000})\)")
 MAX_UNITS = 8
+STEM = 5  # letters two words must share at their start to count as one ("founded", "founder")
 MAX_TABLES = 2
 MAX_TABLE_ROWS = 30
 # Question words that say what kind of answer is wanted, not what it is about.
-ASKING = frozenset(terms("many much since long often according currently current exactly tell me give know"))
+ASKING = frozenset(terms("many much since long often according currently current exactly tell me give know year"))
 # Words a question uses for what a page says in other words (each group by its search terms).
 RELATED = [
     frozenset(terms(group))
@@ -38,6 +39,7 @@ RELATED = [
         "die died death",
         "defeat defeated beat against opponent won win",
         "make makes made produce produces build builds built manufacture maker",
+        "sell sells sold sale sales",
         "run runs head heads director leads led chief",
         "open opened opening",
         "cost costs worth price value million",
@@ -97,11 +99,14 @@ class Wanted:
         return self.worth(self.matched(text)) + number
 
     def matched(self, text: str) -> set[str]:
-        """What of the step ``text`` holds: names (whole), words, related words."""
+        """What of the step ``text`` holds: names (whole), words (or a word of
+        the same stem, roughly: "elected" for "election"), related words."""
         have = set(terms(text))
+        stems = {word[:STEM] for word in have if len(word) >= STEM and not word.isdigit()}
         flat = " ".join(text.lower().split())
         named = {f"name:{name}" for name in self.names if name in flat}
-        return named | (self.words & have) | {f"related:{w}" for w in self.related & have}
+        words = {w for w in self.words if w in have or (len(w) >= STEM and not w.isdigit() and w[:STEM] in stems)}
+        return named | words | {f"related:{w}" for w in self.related & have}
 
     def worth(self, matched: set[str], weights: dict[str, float] | None = None) -> float:
         """What the matches are worth: a name by its words, a related word
@@ -359,12 +364,18 @@ def next_entity(query: str, made: list[tuple[str, dict, str]], messages: list[st
     return None
 
 
-def covers(wanted: Wanted, text: str) -> bool:
-    """Whether ``text`` names all the step names and holds half of the rest."""
+def covers(wanted: Wanted, text: str, any_name: bool = False) -> bool:
+    """Whether ``text`` says what the step asks of what it names: half of
+    the step's other words, and the names too unless it holds all of those
+    words ("The light was first lit in 1871" answers when the Greyhorn Light
+    was first lit; "Olvane Instruments is based in Tessary" does not answer
+    who founded Olvane Instruments)."""
     matched = wanted.matched(text)
     names = {f"name:{name}" for name in wanted.names}
     rest = wanted.size - len(set(terms(" ".join(wanted.names))))
-    return names <= matched and wanted.worth(matched - names) >= 0.5 * rest
+    said = wanted.worth(matched - names)
+    named = not names or (bool(names & matched) if any_name else names <= matched)  # any_name: each named apart
+    return said >= 0.5 * rest and (named or (said >= rest >= 2))
 
 
 def uncovered_part(query: str, made: list[tuple[str, dict, str]], messages: list[str] = ()) -> str | None:

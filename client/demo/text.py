@@ -9,7 +9,7 @@ import math
 import re
 from collections import Counter
 
-from client.demo.reading import Wanted, findings, next_entity, tables, with_header  # noqa: F401 - used here and by tests
+from client.demo.reading import Wanted, covers, findings, next_entity, tables, with_header  # noqa: F401 - used here and by tests
 from client.evaluation.web import terms
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -237,7 +237,7 @@ def gaps(question: str, bullets: list[str], found: str) -> list[str]:
     evidence = "\n".join([*bullets, *re.findall(r"^\|[^\n]*$", found, re.M)])
     bounds = set(_FROM_YEAR.findall(question))
     missing = [year for year in dict.fromkeys(_YEAR.findall(question)) if year not in evidence]
-    if [year for year in missing if year not in bounds] or not answered(question, bullets):
+    if [year for year in missing if year not in bounds] or not answered(question, bullets, found):
         return [NOT_FOUND_ZH if is_cjk(question) else NOT_FOUND]
     if missing:
         if is_cjk(question):
@@ -248,18 +248,50 @@ def gaps(question: str, bullets: list[str], found: str) -> list[str]:
     return []
 
 
-def answered(question: str, bullets: list[str]) -> bool:
-    """Whether the findings seem to answer the question: a sentence holds
-    half of what it asks (its years aside), and for a quantity a number the
-    question does not."""
-    wanted = Wanted(_YEAR.sub(" ", question))
-    if not wanted.size or is_cjk(question):
+def answered(question: str, bullets: list[str], found: str = "") -> bool:
+    """Whether the findings seem to answer the question: each part of it
+    ("…, and …") is said by a finding or a table of ``found`` (its words,
+    years aside: see ``covers``), and a quantity asked for comes with a
+    number the question does not give."""
+    if is_cjk(question):
         return bool(bullets)
-    close = [b for b in bullets if wanted.score(_LINK.sub(r"\1", b)) - _number_bonus(wanted, b) >= 0.5 * wanted.size]
-    if _QUANTITY.search(question.lower()):
-        asked = set(_NUMBER.findall(question))
-        return any(set(_NUMBER.findall(_LINK.sub("", b))) - asked for b in close)
-    return bool(close)
+    evidence = [_LINK.sub(r"\1", text) for text in [*bullets, *found_tables(found)]]
+    for part in re.split(r",\s+and\s+|;\s+", _YEAR.sub(" ", asked_in(question))):
+        wanted = Wanted(part)
+        if wanted.size <= 1 and not wanted.names:  # "how did it compare with 2017?": its year is checked apart
+            continue
+        close = [text for text in evidence if covers(wanted, text, any_name=True)]
+        if _QUANTITY.search(part.lower()):
+            asked = set(_NUMBER.findall(question))
+            close = [text for text in close if set(_NUMBER.findall(text)) - asked]
+        if not close:
+            return False
+    return bool(evidence)
+
+
+def asked_in(question: str) -> str:
+    """What a question asks, without what it tells the writer to do ("Present
+    it as a table.", "If sources disagree, …", "Using the attached memo, …"):
+    its sentences that end in "?", else its first; a lead-in clause before
+    the question word left out."""
+    sentences = [s.strip() for s in re.split(r"(?<=[.?!])\s+", question.strip()) if s.strip()]
+    asking = [s for s in sentences if s.endswith("?")] or sentences[:1]
+    return " ".join(
+        re.sub(r"^[^?,]{0,200},\s+(?=(?:what|which|who|when|where|how)\b)", "", s, flags=re.I) for s in asking
+    )
+
+
+def found_tables(found: str) -> list[str]:
+    """Each table of the findings ("Table from [title](url):" and its rows) as one text."""
+    tables: list[list[str]] = []
+    for line in found.splitlines():
+        if line.startswith("Table from "):
+            tables.append([line])
+        elif tables and line.startswith("|"):
+            tables[-1].append(line)
+        elif tables and line.strip() and len(tables[-1]) > 1:
+            tables.append([])  # the table has ended
+    return ["\n".join(rows) for rows in tables if len(rows) > 1]
 
 
 def _number_bonus(wanted: Wanted, text: str) -> float:
@@ -295,7 +327,8 @@ def follow_up_answer(text: str, marker: str) -> str:
         body for heading, body in parts.items() if heading not in ("The question", "Sources you may cite")
     )
     bullets = list(dict.fromkeys(b for b in map(linked_bullet, material.splitlines()) if b))
-    picked = key_points(question, bullets)
+    wanted = Wanted(_YEAR.sub(" ", asked_in(question)))
+    picked = [b for b in key_points(question, bullets) if covers(wanted, _LINK.sub(r"\1", b))]
     if not question or not picked or not answered(question, picked):
         return f"{marker}\nWhat I was given does not say: {clip(question, 300)}"
     said = "资料中与此相关的内容：" if is_cjk(question) else "What the findings say on this:"
