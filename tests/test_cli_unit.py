@@ -505,3 +505,20 @@ def test_demo_help_names_its_own_task_queue(tmp_path):
 
     assert "(DEEPRESEARCH_TASK_QUEUE; default deep-research-demo)" in helped("demo")
     assert "(DEEPRESEARCH_TASK_QUEUE; default the suite's id)" in helped("eval")
+
+
+def test_hints_for_the_demos_runs_name_the_keyless_worker(monkeypatch):
+    """Issue 27, item 8: `ask` on a demo run said to start `worker --task-queue
+    deep-research-demo`, which fails without OPENAI_API_KEY."""
+    from client.commands.run import resume_hint
+    from client.talk import waiting_for_worker, worker_command
+    from client.updates import no_worker_line
+
+    monkeypatch.setenv("DEEPRESEARCH_CLI", "./dr")
+    assert worker_command("deep-research-demo").startswith("`./dr worker --demo`")
+    assert worker_command("deep-research") == "`./dr worker`"
+    assert worker_command("mine") == "`./dr worker --task-queue mine`"
+    conn = Connection.from_env({}, task_queue="deep-research-demo")
+    for line in (waiting_for_worker(conn), no_worker_line("research-1", "deep-research-demo", "submit_review")):
+        assert "`./dr worker --demo`" in line and "--task-queue" not in line
+    assert "`./dr worker --demo`" in resume_hint("research-1", conn, started_server=True)

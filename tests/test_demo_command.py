@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from client.commands.demo import DEFAULT_QUESTION, replaced_environment
+from client.commands.demo import CORPUS, DEFAULT_QUESTION, replaced_environment
 from client.devserver import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -210,3 +210,35 @@ async def test_after_the_demo_its_runs_stay_readable_and_a_demo_worker_answers_f
         worker.send_signal(signal.SIGINT)
         worker.wait(60)
         log.close()
+
+
+def test_eval_demo_scores_the_scripted_model_on_questions_of_its_own_without_a_key(dev_server, tmp_path):
+    """`eval` had no keyless mode (item 8), and the demo model answered only
+    questions worded like the built-in suite's (item 9): these five, asked in
+    other words, each lost a fact its pages hold (0.77 recall on a set of 15)."""
+    import json
+
+    tasks = [
+        ("capital", "How many people live in the capital of Vellmark and how has that changed since 2010?", "23,480"),
+        ("opponent", "Who did Tobias Wren defeat in the Brackwater mayoral election?", "Hilde Marsh"),
+        ("turnout", "What was the turnout in the 2021 Brackwater mayoral election?", "61 per cent"),
+        ("staff", "How many employees does Skelly Aeronautics have?", "64"),
+        ("brackwater", "What is the population of Brackwater?", "8,312"),
+    ]
+    path = tmp_path / "mine.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"id": i, "question": q, "facts": [{"id": "f", "any": [fact]}]}) + "\n" for i, q, fact in tasks
+        )
+    )
+    out = tmp_path / "scores.json"
+    env = scrubbed_env(tmp_path / "data", TEMPORAL_ADDRESS=dev_server.address)
+    done = cli(env, "eval", "--demo", "--tasks", str(path), "--corpus", str(CORPUS), "--json", str(out),
+               "--concurrency", "3", "--id", f"demo-eval-{time.time_ns() % 10**8}", timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.stdout.startswith("DEMO: the model is scripted")
+    scores = json.loads(out.read_text())
+    assert set(scores["models"].values()) == {"demo-scripted"}
+    assert {t["id"]: t["fact_recall"] for t in scores["tasks"]} == {i: 1.0 for i, _, _ in tasks}
+    refused = cli(env, "eval", "--demo", "--judge-model", "gpt-4o")
+    assert refused.returncode == 1 and "the demo's scripted model cannot judge" in refused.stderr
