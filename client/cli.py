@@ -29,7 +29,7 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-DEMO_HELP = "use the demo's scripted model and offline web, as `demo` does"
+DEMO_HELP = "the scripted model and offline web of `demo`"
 # The task queue a command uses when none is given, where it is not DEEPRESEARCH_TASK_QUEUE's.
 QUEUE_DEFAULTS = {
     "demo": "deep-research-demo",
@@ -180,11 +180,6 @@ def build_parser() -> Parser:
 
     ui = command("ui", "ui:main", "serve the research desk: a web page to start, follow, review and read runs")
     ui.add_argument(
-        "--demo",
-        action="store_true",
-        help=DEMO_HELP + ", with its worker in this process (no key; starts the embedded server when none runs)",
-    )
-    ui.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need DEEPRESEARCH_UI_TOKEN)"
     )
     ui.add_argument("--port", type=int, default=8765, help="port (default 8765)")
@@ -214,18 +209,9 @@ def build_parser() -> Parser:
     gc.add_argument("--dry-run", action="store_true", help="say what would be deleted, delete nothing")
 
     add_research_goes_on(command)
-    evaluation = command("eval", "eval:main", "run an evaluation suite on an offline corpus and score the reports")
-    add_eval_command(evaluation)
-    evaluation.add_argument(
-        "--demo", action="store_true", help=DEMO_HELP + " (no key; it scores the rules, not a model)"
-    )
+    add_eval_command(command("eval", "eval:main", "run an evaluation suite on an offline corpus and score the reports"))
 
-    worker = command("worker", "worker:main", "run a worker until Ctrl-C")
-    worker.add_argument(
-        "--demo",
-        action="store_true",
-        help=DEMO_HELP + " on the demo's task queue (no key; starts the embedded server when none runs)",
-    )
+    command("worker", "worker:main", "run a worker until Ctrl-C")
     command("doctor", "doctor:main", "check the configuration: one row per check, naming what to set")
 
     server = command("server", "server:main", "run the embedded Temporal dev server with its UI until Ctrl-C")
@@ -233,7 +219,19 @@ def build_parser() -> Parser:
     server.add_argument("--port", type=int, help=f"gRPC port (DEEPRESEARCH_DEV_SERVER_PORT; default {DEV_SERVER_PORT})")
     server.add_argument("--ui-port", type=int, help=f"web UI port (DEEPRESEARCH_DEV_UI_PORT; default {DEV_UI_PORT})")
     server.add_argument("--db", type=Path, help="SQLite file (default <data dir>/temporal.db)")
+    add_demo_options(commands.choices)
     return parser
+
+
+def add_demo_options(commands: dict[str, argparse.ArgumentParser]) -> None:
+    """`--demo` on `worker`, `ui` and `eval` (SPEC 3c, "Keyless beyond the demo")."""
+    server = " (no key; starts the embedded server when none runs)"
+    for name, what in (
+        ("worker", f"serve the demo's task queue with {DEMO_HELP}{server}"),
+        ("ui", f"with a worker of {DEMO_HELP} in this process{server}"),
+        ("eval", "research with the scripted model of `demo` (no key; it scores its rules, not a model)"),
+    ):
+        commands[name].add_argument("--demo", action="store_true", help=what)
 
 
 def add_research_goes_on(command) -> None:
