@@ -261,6 +261,11 @@ def test_the_researcher_answers_from_passages_shown_in_its_own_request():
     assert turn.role == "researcher" and not turn.tool_calls
     assert "23,480" in turn.content and "(http://127.0.0.1:1/towns/tessary.md)" in turn.content
     assert "1871" not in turn.content
+    # What earlier steps found is no evidence gathered for this one: a researcher with tools still searches.
+    later = f"# Research question\n{CAPITAL}\n\n# Your step\n## Since 2010\nThe change since 2010\n\n"
+    later += "# Findings of earlier steps\n- Tessary is the capital of Vellmark and its largest town. [Tessary](http://127.0.0.1:1/t.md)\n"
+    request = {"messages": [request["messages"][0], {"role": "user", "content": later}], "tools": tools("web_search")}
+    assert [name for name, _ in play(request).tool_calls] == ["web_search"]
 
 
 def test_the_report_puts_the_answer_first_and_says_which_year_the_sources_miss():

@@ -48,6 +48,7 @@ RELATED = [
 ]
 # The sections of a researcher's request that are no page (what it is asked, not what it read).
 OWN_SECTIONS = ("Research question", "Your step")
+EARLIER = (*OWN_SECTIONS, "Findings of earlier steps")  # ... nor evidence gathered for its own step
 
 
 @dataclass
@@ -126,10 +127,13 @@ class Wanted:
 # -- what was read -------------------------------------------------------------------
 
 
-def documents(made: list[tuple[str, dict, str]], messages: list[str] = ()) -> list[Doc]:
+def documents(
+    made: list[tuple[str, dict, str]], messages: list[str] = (), skip: tuple[str, ...] = OWN_SECTIONS
+) -> list[Doc]:
     """What the researcher read: pages, passages and local hits its tools
-    answered, and passages (with their URLs) in its own messages."""
-    docs = [doc for text in messages for doc in shown_in(text)]
+    answered, and passages (with their URLs) in its own messages, but for
+    their sections named in ``skip``."""
+    docs = [doc for text in messages for doc in shown_in(text, skip)]
     for name, args, result in made:
         if not result or result.startswith("Error"):
             continue
@@ -157,7 +161,7 @@ def hits(result: str) -> list[Doc]:
     return docs
 
 
-def shown_in(message: str) -> list[Doc]:
+def shown_in(message: str, skip: tuple[str, ...] = OWN_SECTIONS) -> list[Doc]:
     """Passages a request shows with their sources, in whatever layout: a
     short line naming a URL ("URL: …", "## [Title](…)", "Source: …") starts a
     passage, the lines below are its text; a line "- text [title](url)" is
@@ -168,7 +172,7 @@ def shown_in(message: str) -> list[Doc]:
     for line in message.splitlines():
         stripped = line.strip()
         if stripped.startswith("# ") and not _URL.search(stripped):
-            skipping, current = stripped[2:].strip() in OWN_SECTIONS, None
+            skipping, current = stripped[2:].strip() in skip, None
             continue
         if skipping:
             continue

@@ -159,11 +159,11 @@ def planner(request: dict, role: str) -> Turn:
         except ValueError:
             plan = None
         asked = content_text(last.get("content"))
-        if isinstance(plan, dict) and isinstance(plan.get("steps"), list) and "asks for changes:" in asked:
-            return Turn(role, json.dumps(revised(plan, asked), ensure_ascii=False))
-        if isinstance(plan, dict) and isinstance(plan.get("steps"), list):  # asked to plan again after research
-            done = {"has_enough_context": True, "thought": "The scripted planner plans no further steps."}
-            return Turn(role, json.dumps(plan | done, ensure_ascii=False))
+        if isinstance(plan, dict) and isinstance(plan.get("steps"), list):
+            if asked.lstrip().startswith("# Findings"):  # asked to plan again after research (planner.replan)
+                done = {"has_enough_context": True, "thought": "The scripted planner plans no further steps."}
+                return Turn(role, json.dumps(plan | done, ensure_ascii=False))
+            return Turn(role, json.dumps(revised(plan, asked), ensure_ascii=False))  # the user's edit
     return first_plan(request, role)
 
 
@@ -204,7 +204,7 @@ def revised(plan: dict, message: str) -> dict:
     """The plan with the user's edit applied, when it is one the demo
     planner understands ("add a step on …", "remove step 2"); otherwise the
     same plan, its thought saying plainly that the edit was not applied."""
-    change = message.split("asks for changes:", 1)[-1].split("\nRevise the plan", 1)[0].strip()
+    change = message.split("asks for changes:", 1)[-1].strip().split("\n", 1)[0].strip()  # planner.edit's wording
     steps = [step for step in plan["steps"] if isinstance(step, dict)]
     done = []
     for number in sorted({int(n) for n in _REMOVE.findall(change)}, reverse=True):
@@ -238,7 +238,7 @@ def researcher(request: dict, role: str) -> Turn:
     step = tx.step_of(users)
     query = tx.clip(" ".join(step.split()), 300)
     names = [name for name, _, _ in made]
-    shown = bool(reading.documents([], users))  # evidence gathered before the first turn
+    shown = bool(reading.documents([], users, skip=reading.EARLIER))  # evidence gathered before the first turn
     searches = names.count("web_search") + (1 if shown else 0)
     if "local_search" in tools and "local_search" not in names:
         return Turn(role, tool_calls=[("local_search", {"query": tx.keywords_query(query)})])
