@@ -34,7 +34,7 @@ from workflows.evidence_models import (
 )
 from workflows.models import Citation
 
-PASSAGE_TOKENS = 180  # a passage of evidence, before its link
+PASSAGE_TOKENS = 220  # a passage of evidence, before its link
 MAX_PAGE_CHARS = 2_000_000  # of one page's text looked at
 LOCAL_TITLE = "Local documents"
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -64,8 +64,40 @@ def render(source: Source, text: str) -> str:
 def chunks_of(sources: list[Source]) -> list[Chunk]:
     out: list[Chunk] = []
     for n, source in enumerate(sources):
-        out += [Chunk(n, i, c) for i, c in enumerate(reading.passages(source.text[:MAX_PAGE_CHARS], PASSAGE_TOKENS))]
+        found = readable(reading.passages(source.text[:MAX_PAGE_CHARS], PASSAGE_TOKENS))
+        out += [Chunk(n, i, c) for i, c in enumerate(found)]
     return out
+
+
+def readable(passages: list[str]) -> list[str]:
+    """Passages that read on their own: a heading (or another line too short
+    to say anything) goes with the passage after it, and a table cut in
+    passages keeps its header rows in each."""
+    out: list[str] = []
+    carried, header = "", ""
+    for passage in passages:
+        lines = passage.split("\n")
+        if passage.startswith("|") and header and not _is_header(lines):
+            passage = f"{header}\n{passage}"  # the rest of a table: its header again
+        header = (
+            "\n".join(lines[:2])
+            if passage.startswith("|") and _is_header(lines)
+            else (header if passage.startswith("|") else "")
+        )
+        if carried:  # a heading before a table stays a heading; before prose it leads the text
+            title = carried.lstrip("#").strip()
+            passage = f"{carried}\n{passage}" if passage.startswith("|") else f"{title} — {passage}"
+            carried = ""
+        if (passage.startswith("#") or tokens.count(passage) < 12) and "\n" not in passage:
+            carried = passage  # a heading, a dateline: said with what follows
+            continue
+        out.append(passage)
+    return out + ([carried] if carried else [])
+
+
+def _is_header(lines: list[str]) -> bool:
+    """Whether a table's first two lines are its header and rule (``|---|``)."""
+    return len(lines) >= 2 and lines[1].startswith("|") and set(lines[1]) <= set("|-: ")
 
 
 def pick(sources: list[Source], chunks: list[Chunk], order: list[int], budget: int) -> list[int]:

@@ -29,7 +29,17 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def add_connection_options(parser: argparse.ArgumentParser, default: object) -> None:
+DEMO_HELP = "the scripted model and offline web of `demo`"
+# The task queue a command uses when none is given, where it is not DEEPRESEARCH_TASK_QUEUE's.
+QUEUE_DEFAULTS = {
+    "demo": "deep-research-demo",
+    "worker": "deep-research; with --demo deep-research-demo",
+    "ui": "deep-research; with --demo deep-research-demo",
+    "eval": "the suite's id",
+}
+
+
+def add_connection_options(parser: argparse.ArgumentParser, default: object, queue: str = "deep-research") -> None:
     # On the main parser (default None) and on each command (default SUPPRESS,
     # so a value given before the command is not overwritten).
     group = parser.add_argument_group("connection")
@@ -39,20 +49,24 @@ def add_connection_options(parser: argparse.ArgumentParser, default: object) -> 
     group.add_argument(
         "--namespace", default=default, help="Temporal namespace (TEMPORAL_NAMESPACE; default 'default')"
     )
-    group.add_argument(
-        "--task-queue", default=default, help="task queue (DEEPRESEARCH_TASK_QUEUE; default deep-research)"
-    )
+    group.add_argument("--task-queue", default=default, help=f"task queue (DEEPRESEARCH_TASK_QUEUE; default {queue})")
 
 
-def add_run_options(parser: argparse.ArgumentParser, question_optional: bool = False) -> None:
+def add_run_options(
+    parser: argparse.ArgumentParser,
+    question_optional: bool = False,
+    id_help: str = "workflow id (default research-<random>)",
+    leave_out: tuple[str, ...] = (),
+) -> None:
     if question_optional:
         parser.add_argument("question", nargs="?", default="", help="what to research (not with --attach)")
     else:
         parser.add_argument("question", help="what to research")
-    parser.add_argument("--id", help="workflow id (default research-<random>)")
+    parser.add_argument("--id", help=id_help)
     group = parser.add_argument_group("run options")
     for option, field, keywords in RUN_OPTIONS:
-        group.add_argument(option, dest=field, default=argparse.SUPPRESS, **keywords)
+        if field not in leave_out:
+            group.add_argument(option, dest=field, default=argparse.SUPPRESS, **keywords)
 
 
 def add_eval_command(sub: argparse.ArgumentParser) -> None:
@@ -82,7 +96,7 @@ def build_parser() -> Parser:
         sub = commands.add_parser(name, help=help, description=help)
         sub.set_defaults(handler=handler)
         if name != "server":
-            add_connection_options(sub, argparse.SUPPRESS)
+            add_connection_options(sub, argparse.SUPPRESS, QUEUE_DEFAULTS.get(name, "deep-research"))
         return sub
 
     run = command("run", "run:main", "research a question: start, follow, review the plan, print the report")
@@ -205,7 +219,19 @@ def build_parser() -> Parser:
     server.add_argument("--port", type=int, help=f"gRPC port (DEEPRESEARCH_DEV_SERVER_PORT; default {DEV_SERVER_PORT})")
     server.add_argument("--ui-port", type=int, help=f"web UI port (DEEPRESEARCH_DEV_UI_PORT; default {DEV_UI_PORT})")
     server.add_argument("--db", type=Path, help="SQLite file (default <data dir>/temporal.db)")
+    add_demo_options(commands.choices)
     return parser
+
+
+def add_demo_options(commands: dict[str, argparse.ArgumentParser]) -> None:
+    """`--demo` on `worker`, `ui` and `eval` (SPEC 3c, "Keyless beyond the demo")."""
+    server = " (no key; starts the embedded server when none runs)"
+    for name, what in (
+        ("worker", f"serve the demo's task queue with {DEMO_HELP}{server}"),
+        ("ui", f"with a worker of {DEMO_HELP} in this process{server}"),
+        ("eval", "research with the scripted model of `demo` (no key; it scores its rules, not a model)"),
+    ):
+        commands[name].add_argument("--demo", action="store_true", help=what)
 
 
 def add_research_goes_on(command) -> None:
@@ -220,11 +246,20 @@ def add_research_goes_on(command) -> None:
     actions = schedule.add_subparsers(dest="action", required=True, metavar="ACTION")
     create = actions.add_parser("create", help="create a schedule: each run builds on its last completed one")
     create.add_argument("name", metavar="NAME")
-    add_run_options(create)
+    # Plans are accepted unless --review (no --auto-accept), and each run builds on
+    # the schedule's own last run (no --continue-from) and always re-checks it (no --recheck).
+    add_run_options(
+        create,
+        id_help="the start of each run's workflow id (default NAME; Temporal adds the start time)",
+        leave_out=("auto_accept_plan", "continue_from", "recheck"),
+    )
     when = create.add_mutually_exclusive_group(required=True)
     when.add_argument("--every", metavar="DURATION", help="e.g. 1w, 1d, 12h, 30m (s, m, h, d, w)")
     when.add_argument("--cron", metavar="EXPR", help="a cron expression, e.g. '0 8 * * MON'")
     create.add_argument("--review", action="store_true", help="each run waits for plan review (default: auto-accept)")
+    create.add_argument(
+        "--demo", action="store_true", help="its runs go to the demo's task queue: `worker --demo` serves them, no key"
+    )
     add_connection_options(create, argparse.SUPPRESS)
     add_connection_options(
         actions.add_parser("list", help="the schedules, their next and last runs"), argparse.SUPPRESS

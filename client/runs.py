@@ -73,13 +73,25 @@ async def start_research_quickly(conn: Connection, request: ResearchInput, workf
     )
 
 
-async def check_continue_from(client: Client, conn: Connection, request: ResearchInput) -> None:
+async def check_continue_from(client: Client, conn: Connection, request: ResearchInput) -> str | None:
     """``--continue-from ID`` names a completed research run with a report:
-    one clear line (CliError) before anything starts, otherwise."""
-    if request.continue_from:
-        from client.side_outputs import finished_report
+    one clear line (CliError) before anything starts, otherwise. A cancelled
+    run counts (its partial report): the note returned says so, to be shown."""
+    if not request.continue_from:
+        return None
+    from client.errors import CliError
+    from infra.finished_runs import NoReport, finished_research
 
-        await finished_report(client, request.continue_from, conn.namespace)
+    try:
+        earlier = await finished_research(client, request.continue_from, conn.namespace)
+    except NoReport as err:
+        raise CliError(str(err)) from None
+    if earlier.status == "cancelled":
+        return (
+            f"note: run {request.continue_from} was cancelled; this run builds on its partial report "
+            "(what it had found when it stopped)"
+        )
+    return None
 
 
 def run_summary(request: ResearchInput) -> str:

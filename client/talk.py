@@ -60,10 +60,25 @@ def next_action(status: RunStatus, workflow_id: str) -> str | None:
     return None
 
 
+DEMO_TASK_QUEUE = "deep-research-demo"  # client/demo/backend.py: the demo's runs
+
+
+def worker_command(queue: str) -> str:
+    """The command that starts a worker for task queue ``queue``, quoted: the
+    demo's queue takes the demo's worker (the scripted model, no key)."""
+    from infra.connection import DEFAULT_TASK_QUEUE
+
+    if queue == DEMO_TASK_QUEUE:
+        return f"`{cli_name()} worker --demo` (the demo's scripted model, no key needed)"
+    if queue == DEFAULT_TASK_QUEUE:
+        return f"`{cli_name()} worker`"
+    return f"`{cli_name()} worker --task-queue {queue}`"
+
+
 def waiting_for_worker(conn: Connection) -> str:
     return (
         f"waiting for a worker on task queue {conn.task_queue!r}: start one with "
-        f"`{cli_name()} worker` (or pass --worker)"
+        f"{worker_command(conn.task_queue)} (or pass --worker)"
     )
 
 

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 from client.errors import CliError
 from client.ids import thread_id
 from client.side_outputs import finished_report
+from client.talk import worker_command
 from infra.errors import cli_name
-from workflows.follow_up_models import FollowUpAnswer, FollowUpInput
+from workflows.follow_up_models import MAX_QUESTION, FollowUpAnswer, FollowUpInput
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -35,12 +36,17 @@ async def ask(client: Client, conn: Connection, run_id: str, question: str, revi
     question = question.strip()
     if not question:
         raise CliError("the question is empty")
+    if len(question) > MAX_QUESTION:
+        raise CliError(
+            f"the question is {len(question):,} characters long; a follow-up question may have at most "
+            f"{MAX_QUESTION:,}: shorten it (or start a run on it: `{cli_name()} run QUESTION --continue-from {run_id}`)"
+        )
     await finished_report(client, run_id, conn.namespace)  # one line when there is no report
+    await check_thread_id(client, run_id)
     queue = (await client.get_workflow_handle(run_id).describe()).task_queue or conn.task_queue
     if not await has_pollers(client, dataclasses.replace(conn, task_queue=queue)):
         raise CliError(
-            f"no worker polls task queue {queue!r}, the queue of run {run_id}: "
-            f"start one with `{cli_name()} worker --task-queue {queue}`"
+            f"no worker polls task queue {queue!r}, the queue of run {run_id}: start one with {worker_command(queue)}"
         )
     attributes = await search_attributes_ready(client.service_client, conn.namespace)
     start = WithStartWorkflowOperation(
@@ -57,3 +63,24 @@ async def ask(client: Client, conn: Connection, run_id: str, question: str, revi
             "ask", args=[question, bool(review)], start_workflow_operation=start, result_type=FollowUpAnswer
         )
     )
+
+
+async def check_thread_id(client: Client, run_id: str) -> None:
+    """One line when the thread's id (``<run>-ask``) is taken by a workflow
+    that is not a follow-up thread (a run started with that id): Temporal
+    would answer only "Update handler for 'ask' expected but not found"."""
+    from temporalio.service import RPCError, RPCStatusCode
+
+    taken = thread_id(run_id)
+    try:
+        described = await client.get_workflow_handle(taken).describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            return
+        raise
+    if described.workflow_type != "FollowUp":
+        raise CliError(
+            f"run {run_id}'s follow-up questions go to the workflow {taken}, but that id is taken by a "
+            f"{described.workflow_type} workflow (a run started with that id), so it cannot take questions; "
+            f"ask in a new run instead: `{cli_name()} run QUESTION --continue-from {run_id}`"
+        )

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from client.errors import CliError
+from client.talk import worker_command
 from infra.errors import cli_name
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def no_worker_line(workflow_id: str, queue: str, update: str) -> str:
     what = WHAT.get(update, update)
     return (
         f"no worker polls task queue {queue!r} (run {workflow_id}'s): the {what} has not reached the run yet "
-        f"and may still reach it when a worker starts (`{cli_name()} worker --task-queue {queue}`); "
+        f"and may still reach it when a worker starts ({worker_command(queue)}); "
         f"see `{cli_name()} status {workflow_id}` before sending it again"
     )
 

@@ -34,9 +34,27 @@ async def finished_research(client: Client, run_id: str, namespace: str = "") ->
     if described.workflow_type != "DeepResearch":
         raise NoReport(f"{run_id} is a {described.workflow_type} workflow, not a research run")
     if described.status != WorkflowExecutionStatus.COMPLETED:
-        state = described.status.name.lower() if described.status else "unknown"
-        raise NoReport(f"run {run_id} has not completed (it is {state}): wait for its report first")
+        raise NoReport(not_completed(run_id, described.status))
     result = await handle.result()
     if result.status not in ("completed", "cancelled") or not result.final_report.strip():
         raise NoReport(f"run {run_id} ended without a research report ({result.status})")
     return result
+
+
+def not_completed(run_id: str, status: WorkflowExecutionStatus | None) -> str:
+    """Why a run that has not completed cannot be built on: one still going
+    will have its report; one that failed or was stopped never will."""
+    from infra.errors import cli_name
+
+    if status in (WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW):
+        return f"run {run_id} is still running: wait for its report first (`{cli_name()} result {run_id}` waits for it)"
+    ended = {
+        WorkflowExecutionStatus.FAILED: "failed",
+        WorkflowExecutionStatus.TIMED_OUT: "timed out",
+        WorkflowExecutionStatus.TERMINATED: "was terminated",
+        WorkflowExecutionStatus.CANCELED: "was cancelled before it could write a report",
+    }.get(status, f"ended {status.name.lower() if status else 'without a result'}")  # type: ignore[union-attr]
+    return (
+        f"run {run_id} {ended}: it has no report and never will, so there is nothing to build on "
+        f"(`{cli_name()} result {run_id}` says why); start a new run instead"
+    )

@@ -35,11 +35,28 @@ def failed_activity(record: logging.LogRecord) -> str | None:
     return f"{name} failed (attempt {shown}): {message}; Temporal retries it"
 
 
+def plain_message(record: logging.LogRecord) -> str:
+    """The record's message as a reader wants it: the SDK's activity and
+    workflow loggers append their context as a Python dict ("… ({'activity_id':
+    '9', 'activity_type': 'chat', …})"); that becomes a few words in front
+    ("chat, run research-1a2b: …")."""
+    message = record.getMessage()
+    for key in ("temporal_activity", "temporal_workflow"):
+        info = getattr(record, key, None)
+        if isinstance(info, dict) and message.endswith(f" ({info})"):
+            message = message[: -len(f" ({info})")]
+            kind = info.get("activity_type") or info.get("workflow_type") or ""
+            run = info.get("workflow_id")
+            where = ", ".join(str(part) for part in (kind, f"run {run}" if run else "") if part)
+            return f"{where}: {message}" if where else message
+    return message
+
+
 class OneLine(logging.Formatter):
     """A failed activity as one line; anything else as its message."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return failed_activity(record) or record.getMessage().splitlines()[0][:300]
+        return failed_activity(record) or (plain_message(record).splitlines() or [""])[0][:300]
 
 
 class WorkerLines(logging.Formatter):
@@ -51,8 +68,9 @@ class WorkerLines(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         line = failed_activity(record)
-        if line is None:
+        if line is None and record.exc_info:
             return super().format(record)
+        line = line or plain_message(record)
         return f"{self.formatTime(record)} {record.levelname} {record.name}: {line}"
 
 

@@ -477,3 +477,48 @@ async def test_the_terminal_review_does_not_ask_again_for_a_plan_or_question_it_
         ("answer_clarification", ["In Norway"], "Where?"),
         ("answer_clarification", ["In 1911"], "When?"),
     ]
+
+
+def test_list_never_cuts_a_run_id_whatever_the_terminals_width():
+    """Issue 27, item 10: at 80 columns a schedule's run ids were cut with "…",
+    so they could not be copied."""
+    from rich.console import Console
+
+    from client.commands.list_runs import show
+
+    ids = ["watch-2026-11-26T09:00:00Z", "a-long-schedule-name-of-a-topic-to-watch-2026-11-26T09:00:00Z"]
+    for width in (80, 60, 120):
+        for shown in (ids[:1], ids):
+            console = Console(record=True, width=width, color_system=None)
+            rows = [(i, "completed", "2026-11-26 09:00:01", "Scripted research\n(schedule watch)") for i in shown]
+            show(console, rows)
+            lines = console.export_text().splitlines()
+            for run_id in shown:
+                assert any(run_id in line and "completed" in line for line in lines), (width, lines)
+
+
+def test_demo_help_names_its_own_task_queue(tmp_path):
+    """Issue 27, item 10: `demo --help` said the queue defaults to deep-research."""
+
+    def helped(command: str) -> str:
+        return " ".join(run_cli(command, "--help", tmp_path=tmp_path, COLUMNS="300").stdout.split())
+
+    assert "(DEEPRESEARCH_TASK_QUEUE; default deep-research-demo)" in helped("demo")
+    assert "(DEEPRESEARCH_TASK_QUEUE; default the suite's id)" in helped("eval")
+
+
+def test_hints_for_the_demos_runs_name_the_keyless_worker(monkeypatch):
+    """Issue 27, item 8: `ask` on a demo run said to start `worker --task-queue
+    deep-research-demo`, which fails without OPENAI_API_KEY."""
+    from client.commands.run import resume_hint
+    from client.talk import waiting_for_worker, worker_command
+    from client.updates import no_worker_line
+
+    monkeypatch.setenv("DEEPRESEARCH_CLI", "./dr")
+    assert worker_command("deep-research-demo").startswith("`./dr worker --demo`")
+    assert worker_command("deep-research") == "`./dr worker`"
+    assert worker_command("mine") == "`./dr worker --task-queue mine`"
+    conn = Connection.from_env({}, task_queue="deep-research-demo")
+    for line in (waiting_for_worker(conn), no_worker_line("research-1", "deep-research-demo", "submit_review")):
+        assert "`./dr worker --demo`" in line and "--task-queue" not in line
+    assert "`./dr worker --demo`" in resume_hint("research-1", conn, started_server=True)

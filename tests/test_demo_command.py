@@ -10,9 +10,10 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from client.commands.demo import DEFAULT_QUESTION, replaced_environment
+from client.commands.demo import CORPUS, DEFAULT_QUESTION, replaced_environment
 from client.devserver import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,3 +131,115 @@ def test_the_demo_environment_is_restored(monkeypatch):
         assert "DEEPRESEARCH_MODEL_PLANNER" not in os.environ
         assert "DEEPRESEARCH_SEARCH_INCLUDE_DOMAINS" not in os.environ
     assert os.environ["OPENAI_API_KEY"] == "sk-mine" and os.environ["DEEPRESEARCH_MODEL_PLANNER"] == "gpt-4o"
+
+
+# -- issue 27, item 8: the keyless first hour goes on after the demo ---------------------
+
+
+def cli(env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "client.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+async def test_after_the_demo_its_runs_stay_readable_and_a_demo_worker_answers_follow_ups(tmp_path):
+    """As a newcomer goes on from the README with no key: the demo stopped
+    its embedded server, and `list`, `status` and `result` said "cannot reach
+    Temporal"; `ask` sent them to `worker --task-queue deep-research-demo`,
+    which wanted OPENAI_API_KEY. Now they read the stored runs, and
+    `worker --demo` serves follow-up questions and a schedule, keyless."""
+    import asyncio
+    import signal
+
+    from temporalio.client import Client
+
+    port = free_port()
+    env = scrubbed_env(
+        tmp_path / "data", DEEPRESEARCH_DEV_SERVER_PORT=str(port), DEEPRESEARCH_DEV_UI_PORT=str(free_port())
+    )
+    question = "How many people live in the capital of Vellmark and how has that changed since 2010?"
+    done = demo(env, "--auto-accept", question)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run_id = re.search(r"run (research-[0-9a-f]+) started", done.stdout).group(1)
+    report = done.stdout.split("## Key Points", 1)[1].split("report saved to", 1)[0]
+    assert "23,480" in report and "The sources do not state this directly" not in report  # item 9: from its page
+    assert "`./dr worker --demo`" in done.stdout or "worker --demo" in done.stdout  # the next steps, keyless
+
+    listed = cli(env, "list")
+    assert listed.returncode == 0, listed.stderr
+    assert run_id in listed.stdout and "reading the runs stored in" in listed.stderr
+    shown = cli(env, "status", run_id)
+    assert shown.returncode == 0 and "completed" in shown.stdout, shown.stderr
+    result = cli(env, "result", run_id)
+    assert result.returncode == 0 and "23,480" in result.stdout, result.stderr
+
+    log = open(tmp_path / "worker.log", "w")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "client.cli", "worker", "--demo"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    at = env | {"TEMPORAL_ADDRESS": f"127.0.0.1:{port}"}
+    name = "demo-watch"
+    try:
+        deadline = time.monotonic() + 120
+        while "demo worker for task queue 'deep-research-demo'" not in (tmp_path / "worker.log").read_text():
+            assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "worker.log").read_text()
+            await asyncio.sleep(0.2)
+        assert "DEMO worker: the model is scripted" in (tmp_path / "worker.log").read_text()
+        # a question the run's pages do not answer: the thread researches more
+        asked = await asyncio.to_thread(cli, at, "ask", run_id, "Who designed the Greyhorn Light in Brackwater?")
+        assert asked.returncode == 0, asked.stdout + asked.stderr
+        assert "Caspar Lund" in asked.stdout and "OPENAI_API_KEY" not in asked.stdout + asked.stderr
+
+        created = await asyncio.to_thread(cli, at, "schedule", "create", name, "Who designed the Greyhorn Light?",
+                                          "--every", "1d", "--demo")  # fmt: skip
+        assert created.returncode == 0 and "worker --demo" in created.stdout, created.stderr
+        assert (await asyncio.to_thread(cli, at, "schedule", "trigger", name)).returncode == 0
+        client = await Client.connect(at["TEMPORAL_ADDRESS"])
+        scheduled = []
+        while not scheduled:
+            assert time.monotonic() < deadline + 120, "the schedule started no run"
+            scheduled = [w async for w in client.list_workflows(f'TemporalScheduledById="{name}"')]
+            await asyncio.sleep(0.5)
+        outcome = await asyncio.wait_for(client.get_workflow_handle(scheduled[0].id).result(), 120)
+        assert outcome["status"] == "completed" and "Caspar Lund" in outcome["final_report"]
+    finally:
+        await asyncio.to_thread(cli, at, "schedule", "delete", name)
+        worker.send_signal(signal.SIGINT)
+        worker.wait(60)
+        log.close()
+
+
+def test_eval_demo_scores_the_scripted_model_on_questions_of_its_own_without_a_key(dev_server, tmp_path):
+    """`eval` had no keyless mode (item 8), and the demo model answered only
+    questions worded like the built-in suite's (item 9): these five, asked in
+    other words, each lost a fact its pages hold (0.77 recall on a set of 15)."""
+    import json
+
+    tasks = [
+        ("capital", "How many people live in the capital of Vellmark and how has that changed since 2010?", "23,480"),
+        ("opponent", "Who did Tobias Wren defeat in the Brackwater mayoral election?", "Hilde Marsh"),
+        ("turnout", "What was the turnout in the 2021 Brackwater mayoral election?", "61 per cent"),
+        ("staff", "How many employees does Skelly Aeronautics have?", "64"),
+        ("brackwater", "What is the population of Brackwater?", "8,312"),
+    ]
+    path = tmp_path / "mine.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"id": i, "question": q, "facts": [{"id": "f", "any": [fact]}]}) + "\n" for i, q, fact in tasks
+        )
+    )
+    out = tmp_path / "scores.json"
+    env = scrubbed_env(tmp_path / "data", TEMPORAL_ADDRESS=dev_server.address)
+    done = cli(env, "eval", "--demo", "--tasks", str(path), "--corpus", str(CORPUS), "--json", str(out),
+               "--concurrency", "3", "--id", f"demo-eval-{time.time_ns() % 10**8}", timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.stdout.startswith("DEMO: the model is scripted")
+    scores = json.loads(out.read_text())
+    assert set(scores["models"].values()) == {"demo-scripted"}
+    assert {t["id"]: t["fact_recall"] for t in scores["tasks"]} == {i: 1.0 for i, _, _ in tasks}
+    refused = cli(env, "eval", "--demo", "--judge-model", "gpt-4o")
+    assert refused.returncode == 1 and "the demo's scripted model cannot judge" in refused.stderr

@@ -211,3 +211,131 @@ async def test_reporter_says_when_the_findings_do_not_answer(model):
     assert "[Annual report](http://127.0.0.1:1/report.md)" in missing.content
     there, _ = await ask(model, system, "# Research question\nWhat was Olvane's revenue in 2023?\n\n" + findings)
     assert "not found" not in there.content and "£26.0 million" in there.content
+
+
+# -- issue 27, item 9: the demo's answers come from its pages ------------------------------
+
+
+def page_read(path: str) -> tuple[str, dict, str]:
+    """A corpus page as the crawl tool's answer shows it to the researcher."""
+    text = (CORPUS / path).read_text(encoding="utf-8")
+    url = f"http://127.0.0.1:1/{path}"
+    title = text.splitlines()[0].lstrip("# ")
+    return ("crawl", {"url": url}, f"# {title}\nURL: {url}\n\n{text}")
+
+
+CAPITAL = "How many people live in the capital of Vellmark and how has that changed since 2010?"
+
+
+def test_a_figure_counts_with_the_sentence_before_it_that_names_its_subject():
+    """The report said "The sources do not state this directly" though the
+    crawled page says "Tessary is the provincial capital of Vellmark … The
+    2023 census counted 23,480 residents.": the figure's sentence shares no
+    word with the question but "residents", its subject is in the sentence
+    before. It is found now, and comes with that sentence."""
+    from client.demo.text import findings
+
+    made = [page_read(p) for p in ("institute/tessary-institute.md", "people/ines-harrowby.md", "towns/tessary.md")]
+    found = findings(CAPITAL, made)
+    line = next(line for line in found.splitlines() if "23,480" in line)
+    assert "Tessary is the provincial capital of Vellmark" in line and "towns/tessary.md" in line
+
+
+def test_the_researcher_answers_from_passages_shown_in_its_own_request():
+    """Evidence gathered before the agent's first turn comes in its request,
+    not as a tool's answer: the researcher answers from it as from a page."""
+    from client.demo.roles import play
+
+    url = "http://127.0.0.1:1/towns/brackwater.md"
+    task = (
+        f"# Research question\n{CAPITAL}\n\n# Your step\n## The capital's population\n{CAPITAL}\n\n"
+        "# Evidence found for this step\n"
+        f"## Tessary\nURL: {url.replace('brackwater', 'tessary')}\n"
+        "Tessary is the provincial capital of Vellmark and its largest town. The 2023 census counted 23,480 residents.\n\n"
+        f"## Brackwater\nURL: {url}\nThe Greyhorn Light was first lit in 1871.\n"
+    )
+    request = {
+        "messages": [{"role": "system", "content": "You are the researcher."}, {"role": "user", "content": task}]
+    }
+    turn = play(request)
+    assert turn.role == "researcher" and not turn.tool_calls
+    assert "23,480" in turn.content and "(http://127.0.0.1:1/towns/tessary.md)" in turn.content
+    assert "1871" not in turn.content
+    # What earlier steps found is no evidence gathered for this one: a researcher with tools still searches.
+    later = f"# Research question\n{CAPITAL}\n\n# Your step\n## Since 2010\nThe change since 2010\n\n"
+    later += "# Findings of earlier steps\n- Tessary is the capital of Vellmark and its largest town. [Tessary](http://127.0.0.1:1/t.md)\n"
+    request = {"messages": [request["messages"][0], {"role": "user", "content": later}], "tools": tools("web_search")}
+    assert [name for name, _ in play(request).tool_calls] == ["web_search"]
+
+
+def test_the_report_puts_the_answer_first_and_says_which_year_the_sources_miss():
+    from client.demo.text import NOT_FOUND, report
+
+    capital = (
+        "- Tessary is the provincial capital of Vellmark and its largest town. The 2023 census counted 23,480 "
+        "residents. [Tessary](http://127.0.0.1:1/towns/tessary.md)"
+    )
+    seals = "- The autumn count found 1,930 grey seals on the coast. [Grey seal count](http://127.0.0.1:1/seals.md)"
+    survey = (
+        "- She was the lead author of the 2023 Vellmark Coastal Bird Survey and has taken part in every survey "
+        "since 2008. [Dr Ines Harrowby](http://127.0.0.1:1/people/ines-harrowby.md)"
+    )
+    findings = f"## Step 1\n\n{survey}\n{seals}\n{capital}\n"
+    text = report([f"# Research question\n{CAPITAL}\n\n# Findings\n{findings}"])
+    points = text.split("## Key Points", 1)[1].split("## Analysis", 1)[0]
+    assert "23,480" in points and "grey seals" not in points and "lead author" not in points
+    assert NOT_FOUND not in text  # the answer is there: only 2010 itself is not
+    assert "The sources found say nothing of 2010 itself" in points
+    unanswered = report(["# Research question\nWhat was Tessary's population in 1950?\n\n# Findings\n" + findings])
+    assert NOT_FOUND in unanswered  # a year asked about, not counted from, that no source gives
+
+
+def test_the_demo_planner_applies_simple_edits_and_says_plainly_when_it_cannot():
+    """An edit at review printed "revising the plan…" and showed the same plan,
+    nothing saying the scripted planner ignores edits."""
+    from client.demo.roles import play
+
+    system = {"role": "system", "content": "You are the planner of a deep-research team."}
+    asked = {"role": "user", "content": "# Research question\nWho designed the Greyhorn Light?"}
+    first = json.loads(play({"messages": [system, asked]}).content)
+
+    def edited(change: str) -> dict:
+        edit = (
+            f"The user reviewed the plan and asks for changes: {change}\nRevise the plan; it may have at most 3 steps."
+        )
+        plan = {"role": "assistant", "content": json.dumps(first)}
+        return json.loads(play({"messages": [system, asked, plan, {"role": "user", "content": edit}]}).content)
+
+    added = edited("add a step on the keepers of the light")
+    assert [s["title"] for s in added["steps"]][-1] == "The keepers of the light"
+    assert len(added["steps"]) == len(first["steps"]) + 1 and added["thought"].startswith("Revised as asked")
+    removed = edited("remove step 1")
+    assert removed["steps"] == first["steps"][1:]
+    same = edited("make it more thorough")
+    assert same["steps"] == first["steps"]
+    assert "could not apply this edit" in same["thought"] and "make it more thorough" in same["thought"]
+
+
+def test_a_follow_up_question_is_answered_from_the_findings_or_sent_to_research():
+    """`ask` on a demo run: the demo model plays the follow-up role (it wrote
+    a report on the thread's own request, titled "# Findings of the research run …")."""
+    from client.demo.roles import play
+
+    system = (
+        "You are the followup agent of a deep-research team.\n"
+        "- If what you are given does not answer the question, reply with `[NEEDS_RESEARCH]` on the first line."
+    )
+    given = (
+        "# Findings of the research run research-1 (2026-11-26)\nIts question: Who designed the Greyhorn Light?\n\n"
+        "- The light was designed by the engineer Caspar Lund and first lit in 1871. "
+        "[Brackwater](http://127.0.0.1:1/towns/brackwater.md)\n\n"
+        "# Sources you may cite\n- [Brackwater](http://127.0.0.1:1/towns/brackwater.md)\n\n# The question\n"
+    )
+
+    def answer(question: str) -> str:
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": given + question}]
+        return play({"messages": messages}).content
+
+    known = answer("When was the Greyhorn Light first lit?")
+    assert "1871" in known and "(http://127.0.0.1:1/towns/brackwater.md)" in known and "NEEDS" not in known
+    assert answer("Who founded Olvane Instruments?").startswith("[NEEDS_RESEARCH]\n")

@@ -54,3 +54,50 @@ async def test_the_desk_lists_schedules(page, desk, worker_env):  # noqa: F811
         await playwright_api.expect(row).to_contain_text("every 1w · paused · 0 run(s)", timeout=WAIT)
     finally:
         await asyncio.to_thread(subprocess.run, [str(CLI), "schedule", "delete", name], env=worker_env, timeout=60)
+
+
+async def test_ui_demo_researches_and_answers_follow_ups_with_no_key(page, dev_server, tmp_path):  # noqa: F811
+    """Issue 27, item 8: the desk needed a worker, which needed a key. `ui --demo`
+    brings the demo's worker (scripted model, offline web) and says so on the page."""
+    import os
+    import urllib.request
+    import uuid
+
+    from .test_desk import free_port
+
+    port = free_port()
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
+    env = {k: v for k, v in os.environ.items() if k in keep} | {
+        "DEEPRESEARCH_DATA_DIR": str(tmp_path / "data"),
+        "TEMPORAL_ADDRESS": dev_server.address,
+    }
+    queue = f"demo-desk-{uuid.uuid4().hex[:8]}"  # its own queue: no other test's worker takes its runs
+    log = open(tmp_path / "desk.log", "wb")
+    proc = subprocess.Popen(
+        [str(CLI), "ui", "--demo", "--port", str(port), "--task-queue", queue], env=env, stdout=log, stderr=log
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(base + "/api/health", timeout=1)
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "desk.log").read_text()
+                await asyncio.sleep(0.2)
+        await page.goto(base)
+        await playwright_api.expect(page.get_by_test_id("demo-note")).to_contain_text("DEMO: the model is scripted")
+        await page.get_by_test_id("question-input").fill("Who designed the Greyhorn Light?")
+        await page.locator("summary").click()
+        await page.locator("#auto-accept").check()
+        await page.get_by_test_id("start-button").click()
+        await page.wait_for_url("**/runs/*")
+        await playwright_api.expect(page.get_by_test_id("report")).to_contain_text("Caspar Lund", timeout=WAIT)
+        await page.get_by_test_id("ask-input").fill("When was the Greyhorn Light first lit?")
+        await page.get_by_test_id("ask-button").click()
+        await playwright_api.expect(page.get_by_test_id("ask-answer")).to_contain_text("1871", timeout=WAIT)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()

@@ -59,7 +59,7 @@ async def test_the_builtin_suite_runs_end_to_end_within_the_baseline(demo_env, t
     print(json.dumps(data["totals"]))
     baseline = json.loads(BASELINE.read_text())["totals"]
     totals = data["totals"]
-    for name in ("fact_recall", "citation_validity", "citation_support", "not_in_corpus_stated"):
+    for name in ("fact_recall", "evidence_recall", "citation_validity", "citation_support", "not_in_corpus_stated"):
         if baseline.get(name) is not None:
             assert totals[name] is not None and totals[name] >= baseline[name] - MARGIN, (name, totals, baseline)
     assert totals["distractors_used"] <= baseline["distractors_used"]

@@ -147,3 +147,46 @@ def test_a_task_file_saved_with_a_byte_order_mark_loads(tmp_path: Path):
     path = tmp_path / "tasks.jsonl"
     path.write_text(json.dumps(GOOD) + "\n", encoding="utf-8-sig")
     assert [t.id for t in load_tasks(path)] == ["t1"]
+
+
+@pytest.mark.parametrize("where", ["/etc/passwd", "../secret.md", "local/../../secret.md", "link.md", "linked"])
+def test_a_resource_outside_the_task_files_folder_is_refused_in_one_line(tmp_path: Path, where: str):
+    """Issue 27, item 5: "/etc/passwd" or "../secret.md" in a task file was
+    read and indexed for the model; a link inside the folder to a file or
+    folder outside it counts as outside too."""
+    outside = tmp_path / "secret.md"
+    outside.write_text("# Secret\n")
+    folder = tmp_path / "suite"
+    (folder / "local").mkdir(parents=True)
+    (folder / "link.md").symlink_to(outside)
+    (folder / "linked").symlink_to(tmp_path)
+    path = write(folder, GOOD, {**GOOD, "id": "t2", "resources": ["local", where]})
+    with pytest.raises(CliError) as caught:
+        load_tasks(path)
+    line = str(caught.value)
+    assert line.startswith(f"{path}:2: resource {where!r} leads outside the task file's folder") and "\n" not in line
+
+
+def test_eval_refuses_such_a_task_file_before_anything_starts(tmp_path: Path):
+    """The CLI: one line, exit 1, before it looks for a model or a Temporal server."""
+    import subprocess
+    import sys
+
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "a.md").write_text("# A\n\nAda.\n")
+    path = write(tmp_path, {**GOOD, "resources": ["/etc/passwd"]})
+    env = {"PATH": "/usr/bin:/bin", "DEEPRESEARCH_DATA_DIR": str(tmp_path / "data"), "TEMPORAL_ADDRESS": "127.0.0.1:1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "client.cli", "eval", "--tasks", str(path), "--corpus", str(tmp_path / "corpus")],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env | {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"error: {path}:1: resource '/etc/passwd' leads outside the task file's folder {tmp_path.resolve()} "
+        "(to /etc/passwd): not read"
+    ]
+    assert not (tmp_path / "data" / "temporal.db").exists()

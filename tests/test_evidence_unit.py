@@ -4,7 +4,7 @@ and the ranking and tracing of passages (activities/evidence.py)."""
 from __future__ import annotations
 
 from activities import tokens
-from activities.evidence import Source, chunks_of, evidence_set, holds, joined, supported
+from activities.evidence import Source, chunks_of, evidence_set, holds, joined, readable, supported
 from activities.reading import excerpt
 from infra.eval_score import score
 from workflows.eval_models import EvalTask
@@ -125,3 +125,15 @@ def test_a_report_that_cites_nothing_ends_with_the_sources_its_findings_name():
     assert appended == "\n\n## Sources of the findings\n\n- [Rock](http://x/rock)\n"
     assert sources_of_findings("See [Other](http://x/other).", findings, seen) == ""  # it cites its own
     assert sources_of_findings("No links.", [("Step", "- nothing traced")], seen) == ""
+
+
+def test_a_passage_reads_on_its_own_a_heading_with_its_text_a_table_with_its_header():
+    found = readable(
+        ["## Leadership", "Idris Calloway has been chief executive since 2020, after Hector Olvane.",
+         "## Five-year summary", "| Year | Revenue |\n|---|---|\n| 2021 | 18.4 |", "| 2023 | 26.0 |"]
+    )  # fmt: skip
+    assert found == [
+        "Leadership — Idris Calloway has been chief executive since 2020, after Hector Olvane.",
+        "## Five-year summary\n| Year | Revenue |\n|---|---|\n| 2021 | 18.4 |",
+        "| Year | Revenue |\n|---|---|\n| 2023 | 26.0 |",  # the rest of the table, under its header again
+    ]

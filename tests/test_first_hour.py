@@ -77,6 +77,43 @@ def test_2_a_failing_call_is_one_line_on_the_terminal():
     )
 
 
+async def test_2_an_activitys_warning_reads_as_words_not_a_python_dict():
+    """Issue 27, item 7: the run's terminal showed "the model's reply looped
+    again … ({'activity_id': '9', …})": the SDK's activity logger appends its
+    context as a dict. The real logger, in a real activity context."""
+    import dataclasses
+    import logging
+
+    from temporalio import activity
+    from temporalio.testing import ActivityEnvironment
+
+    from infra.log_lines import WorkerLines
+
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    @activity.defn(name="chat")
+    async def chat() -> None:
+        activity.logger.warning("the model's reply looped again: kept what it wrote before the loop")
+
+    environment = ActivityEnvironment()
+    environment.info = dataclasses.replace(environment.info, activity_type="chat", workflow_id="research-1a2b")
+    keep = Keep()
+    logging.getLogger("temporalio.activity").addHandler(keep)
+    try:
+        await environment.run(chat)
+    finally:
+        logging.getLogger("temporalio.activity").removeHandler(keep)
+    (record,) = records
+    assert "{'activity_id'" in record.getMessage()  # what the SDK writes
+    line = "chat, run research-1a2b: the model's reply looped again: kept what it wrote before the loop"
+    assert OneLine().format(record) == line  # `run`'s terminal
+    assert WorkerLines().format(record).endswith(f"temporalio.activity: {line}")  # a worker's log
+
+
 @contextlib.contextmanager
 def hanging_up_endpoint() -> Iterator[str]:
     """A model URL where something accepts connections and hangs up at once:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.sdk.v1 import WorkflowMetadata
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 
 from testkit.llm_server import role_of
 from testkit.pages import article
@@ -111,7 +111,7 @@ async def test_a_thread_of_three_questions(worker_env, worker, llm, tavily, page
     assert as_json["workflow_id"] == first["workflow_id"] and len(as_json["turns"]) == 3
 
 
-async def test_a_question_on_an_unknown_or_unfinished_run_is_one_line(worker_env, worker, temporal_client):
+async def test_a_question_on_an_unknown_or_unfinished_run_is_one_line(worker_env, worker, temporal_client, task_queue):
     done = await asyncio.to_thread(cli, worker_env, "ask", "no-such-run", "anything?")
     assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
     assert "no run with id no-such-run" in done.stderr and "Traceback" not in done.stderr
@@ -124,9 +124,88 @@ async def test_a_question_on_an_unknown_or_unfinished_run_is_one_line(worker_env
         await asyncio.sleep(0.2)
     done = await asyncio.to_thread(cli, worker_env, "ask", run_id, "anything?")
     assert done.returncode == 1 and done.stderr.strip().splitlines() == [
-        f"error: run {run_id} has not completed (it is running): wait for its report first"
+        f"error: run {run_id} is still running: wait for its report first (`deepresearch result {run_id}` waits for it)"
     ]
     await temporal_client.get_workflow_handle(run_id).terminate("test over")
+    # Issue 27, item 7: an ended run that has no report was told to "wait for its report first".
+    failed = await temporal_client.start_workflow(
+        "DeepResearch", {"question": QUESTION, "max_step_num": 0}, id=f"{run_id}-bad", task_queue=task_queue
+    )
+    with pytest.raises(WorkflowFailureError):
+        await failed.result()
+    for ended, how in ((run_id, "was terminated"), (failed.id, "failed")):
+        line = (
+            f"error: run {ended} {how}: it has no report and never will, so there is nothing to build on "
+            f"(`deepresearch result {ended}` says why); start a new run instead"
+        )
+        for args in (["ask", ended, "anything?"], ["start", QUESTION, "--continue-from", ended]):
+            done = await asyncio.to_thread(cli, worker_env, *args)
+            assert done.returncode == 1 and done.stderr.strip().splitlines() == [line], (args, done.stderr)
+
+
+async def test_a_question_too_long_or_a_thread_id_taken_is_one_line(worker_env, worker, temporal_client):
+    """Issue 27, item 7: a question over 4,000 characters was cut there without
+    a word; a run whose id is another run's thread id (`X-ask`) made `ask X`
+    end in Temporal's "Update handler for 'ask' expected but not found"."""
+    from temporalio.client import WithStartWorkflowOperation, WorkflowUpdateFailedError
+    from temporalio.common import WorkflowIDConflictPolicy
+
+    run = await asyncio.to_thread(finished_run, worker_env)
+    run_id = run["run_id"]
+    long = "Why " + "very " * 1000 + "much?"
+    done = await asyncio.to_thread(cli, worker_env, "ask", run_id, long)
+    assert done.returncode == 1 and done.stderr.strip().splitlines() == [
+        f"error: the question is {len(long):,} characters long; a follow-up question may have at most 4,000: "
+        f"shorten it (or start a run on it: `deepresearch run QUESTION --continue-from {run_id}`)"
+    ]
+    # Another client than ours (the desk, the SDK): the thread itself refuses it.
+    start = WithStartWorkflowOperation(
+        "FollowUp",
+        {"run_id": run_id},
+        id=f"{run_id}-ask",
+        task_queue=worker_env["DEEPRESEARCH_TASK_QUEUE"],
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+    )
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await temporal_client.execute_update_with_start_workflow(
+            "ask", args=[long, False], start_workflow_operation=start
+        )
+    assert "longer than 4,000 characters" in str(refused.value.cause)
+    await temporal_client.get_workflow_handle(f"{run_id}-ask").terminate("test over")
+
+    taken = await asyncio.to_thread(cli, worker_env, "start", QUESTION, "--id", f"{run_id}-ask")
+    assert taken.returncode == 0, taken.stderr
+    try:
+        done = await asyncio.to_thread(cli, worker_env, "ask", run_id, "Who built it?")
+        assert done.returncode == 1 and done.stderr.strip().splitlines() == [
+            f"error: run {run_id}'s follow-up questions go to the workflow {run_id}-ask, but that id is taken by a "
+            "DeepResearch workflow (a run started with that id), so it cannot take questions; "
+            f"ask in a new run instead: `deepresearch run QUESTION --continue-from {run_id}`"
+        ]
+    finally:
+        await temporal_client.get_workflow_handle(f"{run_id}-ask").terminate("test over")
+
+
+async def test_continue_from_a_cancelled_run_builds_on_its_partial_report_and_says_so(
+    worker_env, worker, temporal_client
+):
+    """Issue 27, item 7: the docs said the run named must have completed with a
+    report, the code took a cancelled one silently. Both now: taken, with a note."""
+    waiting = await asyncio.to_thread(cli, worker_env, "start", QUESTION)  # its plan waits for review
+    run_id = waiting.stdout.strip()
+    deadline = time.monotonic() + 60
+    while (await temporal_client.get_workflow_handle(run_id).query("status"))["phase"] != "awaiting_review":
+        assert time.monotonic() < deadline, "the run never asked for review"
+        await asyncio.sleep(0.2)
+    assert (await asyncio.to_thread(cli, worker_env, "cancel", run_id)).returncode == 0
+    assert (await temporal_client.get_workflow_handle(run_id).result())["status"] == "cancelled"
+    done = await asyncio.to_thread(cli, worker_env, "start", QUESTION, "--continue-from", run_id)
+    assert done.returncode == 0, done.stderr
+    new_id = done.stdout.strip()  # standard output: the new run's id alone
+    assert done.stderr.strip().splitlines() == [
+        f"note: run {run_id} was cancelled; this run builds on its partial report (what it had found when it stopped)"
+    ]
+    await temporal_client.get_workflow_handle(new_id).terminate("test over")
 
 
 def line_with(process: subprocess.Popen, text: str) -> str:
@@ -386,15 +465,43 @@ async def test_bad_schedule_input_is_one_line(worker_env, worker):
         done = await asyncio.to_thread(cli, worker_env, "schedule", "create", name, QUESTION, *timing)
         assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, (timing, done.stderr)
         assert "Traceback" not in done.stderr and f"error: {timing[0]}" in done.stderr
+    # Issue 27, item 7: a cron expression no date matches was accepted and listed as "EVERY ?".
+    never = await asyncio.to_thread(cli, worker_env, "schedule", "create", name, QUESTION, "--cron", "0 0 31 2 *")
+    assert never.returncode == 1 and never.stderr.strip().splitlines() == [
+        "error: --cron '0 0 31 2 *' never fires (no date matches it): no schedule created"
+    ]
     created = await asyncio.to_thread(cli, worker_env, "schedule", "create", name, QUESTION, "--every", "1w")
-    assert created.returncode == 0, created.stderr
+    assert created.returncode == 0, created.stderr  # the refused one left nothing under its name
+    weekdays = f"{name}-cron"
     try:
         again = await asyncio.to_thread(cli, worker_env, "schedule", "create", name, "Other?", "--cron", "0 8 * * *")
         assert again.returncode == 1 and again.stderr.strip().splitlines() == [
             f"error: a schedule named {name!r} already exists (delete it first, or choose another name)"
         ]
+        made = await asyncio.to_thread(
+            cli, worker_env, "schedule", "create", weekdays, QUESTION, "--cron", "0 8 * * MON-FRI"
+        )
+        assert made.returncode == 0, made.stderr
+        listed = (await asyncio.to_thread(cli, worker_env, "schedule", "list")).stdout.splitlines()
+        row = next(line for line in listed if line.startswith(weekdays))
+        assert row.split("  ")[1].strip() == "0 8 * * MON-FRI"  # its timing, where "?" stood
     finally:
         assert (await asyncio.to_thread(cli, worker_env, "schedule", "delete", name)).returncode == 0
+        await asyncio.to_thread(cli, worker_env, "schedule", "delete", weekdays)
+
+
+def test_schedule_create_offers_only_the_options_it_keeps():
+    """Issue 27, item 10: --auto-accept sat beside --review (which decides) and
+    --continue-from beside the schedule's own building on its last run."""
+    from client.cli import build_parser
+
+    parser = build_parser()
+    helped = parser._subparsers._group_actions[0].choices["schedule"]._subparsers._group_actions[0].choices["create"]
+    text = helped.format_help()
+    assert "--auto-accept" not in text and "--continue-from" not in text
+    assert "--review" in text and "Temporal adds the start time" in text  # --id: what it names
+    with pytest.raises(SystemExit):
+        parser.parse_args(["schedule", "create", "n", "q?", "--every", "1w", "--auto-accept"])
 
 
 async def test_a_schedule_made_anew_under_an_old_name_starts_afresh(worker_env, worker, llm, temporal_client):

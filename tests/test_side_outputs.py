@@ -381,7 +381,7 @@ async def test_bad_input_gets_one_line(args, message, worker_env, side_worker):
 async def test_a_run_that_has_not_completed_is_refused(temporal_client, task_queue, worker_env, side_worker):
     handle = await start(temporal_client, task_queue, QUESTION)  # waits for review
     code, out, err = await cli(worker_env, "podcast", handle.id, timeout=60)
-    assert code == 1 and f"run {handle.id} has not completed" in err and len(err.strip().splitlines()) == 1
+    assert code == 1 and f"run {handle.id} is still running" in err and len(err.strip().splitlines()) == 1
     await handle.cancel()
 
 

@@ -30,6 +30,7 @@ from workflows.activity_calls import MODEL_CALL, summary
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.clean import clean_text
     from workflows.follow_up_models import (
+        MAX_QUESTION,
         FollowUpAnswer,
         FollowUpInput,
         ThreadPhase,
@@ -43,7 +44,6 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
 NEEDS_RESEARCH = "[NEEDS_RESEARCH]"
 IDLE = timedelta(days=180)  # a thread with no question for this long ends; a new one starts on the next
 MAX_TURNS_KEPT = 20  # turns carried across continue-as-new and shown to the model
-MAX_QUESTION = 4000
 CONTINUE_AFTER_EVENTS = 2000
 
 
@@ -224,6 +224,8 @@ class FollowUp:
     def ask_validator(self, question: Any, review: Any = False) -> None:
         if not isinstance(question, str) or not clean_text(question).strip():
             raise ApplicationError("the question is empty")
+        if len(clean_text(question).strip()) > MAX_QUESTION:  # it was cut there without a word
+            raise ApplicationError(f"the question is longer than {MAX_QUESTION:,} characters: shorten it")
         if self.phase == "ended":
             raise ApplicationError("this thread has ended; ask again to start a new one")
 

@@ -10,6 +10,7 @@ from workflows.models import Citation, Model, Usage
 from workflows.prior import PriorRun
 
 ThreadPhase = Literal["loading", "waiting", "answering", "researching", "ended"]
+MAX_QUESTION = 4000  # characters of a follow-up question; a longer one is refused
 
 
 class FollowUpInput(Model):

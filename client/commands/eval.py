@@ -53,8 +53,24 @@ async def main(args: argparse.Namespace) -> int:
         raise CliError("--runs must be between 1 and 20")
     if args.concurrency < 1 or args.concurrency > 32:
         raise CliError("--concurrency must be between 1 and 32")
-    suite = load_suite(args)
-    base, local_line = await local_settings()  # a local model server when there is no key, as `run` does
+    suite = load_suite(args)  # a bad task file: one line before anything starts
+    if not getattr(args, "demo", False):
+        return await evaluate(args, console, suite)
+    if args.judge_model:
+        raise CliError("--judge-model needs a language model; the demo's scripted model cannot judge a report")
+    from client.demo.backend import SCRIPTED, demo_backend
+
+    console.print(f"DEMO: {SCRIPTED} These scores are the scripted rules', not a model's.", style="bold yellow")
+    with demo_backend(web=False):  # the suite's own corpus is the web
+        return await evaluate(args, console, suite, demo=True)
+
+
+async def evaluate(args, console, suite, demo: bool = False) -> int:
+    """``demo``: the environment names the demo's model (client/demo/backend.py)."""
+    if demo:
+        base, local_line = Settings.from_env(), None
+    else:
+        base, local_line = await local_settings()  # a local model server when there is no key, as `run` does
     try:  # no model configured: one line now (search is the offline web's, whatever is set for it)
         eval_settings(base, "http://127.0.0.1", args.judge_model).check()
     except ConfigError as err:
@@ -72,7 +88,7 @@ async def main(args: argparse.Namespace) -> int:
         judge=bool(args.judge_model),
     )
     models = models_used(eval_settings(base, "http://127.0.0.1", args.judge_model), request.judge)
-    workflow_id = args.id or suite_id(suite, request, models, base.openai_base_url)
+    workflow_id = args.id or suite_id(suite, request, models, "demo" if demo else base.openai_base_url)
     request.id_prefix = workflow_id
     records = await run_suite(args, console, suite, request, base, workflow_id)
     data = results.suite_json(suite.name, models, [r.model_dump(mode="json") for r in records])

@@ -24,41 +24,65 @@ QUERY = " OR ".join(f'WorkflowType="{t}"' for t in TYPES)
 
 
 async def main(args: argparse.Namespace) -> int:
-    conn = connection(args)
-    try:
-        runs = await quick.list_workflows(conn, QUERY, args.limit)
-    except quick.NotQuick:
-        runs = await full(conn, QUERY, args.limit)
+    from client.stored_runs import stored_runs
+
+    with stored_runs(connection(args)) as reading:  # no server: the runs stored in the data dir
+        try:
+            runs = await quick.list_workflows(reading.conn, QUERY, args.limit)
+        except quick.NotQuick:
+            runs = await full(reading.conn, QUERY, args.limit)
     console = make_console()
     if not runs:
         console.print("no runs yet")
         return 0
-    table = Table("id", "status", "started", "title / question")
-    for run in ordered(runs):
-        state = run.status
-        phase = run.search_attributes.get(PHASE_ATTRIBUTE.name)
-        if phase == "cancelled" and run.status == "completed":  # Temporal: completed, with a partial report
-            state = "cancelled"
-        elif phase and (run.status == "running" or (run.status == "completed" and phase != "completed")):
-            state += f" ({phase})"  # what it does now, or how it ended without a report
-        if run.task_attempts >= 2:
-            state = f"STUCK: task failed {run.task_attempts}x"
-        started = run.start_time.astimezone().strftime("%Y-%m-%d %H:%M:%S")
-        title = run.search_attributes.get(TITLE_ATTRIBUTE.name) or ""
-        question = run.memo.get("question", "") if run.workflow_type == WORKFLOW_TYPE else ""
-        if question:
-            question = " ".join(str(question).split())
-            title = f"{title}\n{question[:100]}" if title else question[:100]
-        if run.workflow_type == WORKFLOW_TYPE and run.memo.get("schedule"):
-            title = f"{title}\n(schedule {run.memo['schedule']})"
-        if run.workflow_type == "FollowUp":
-            title = thread_title(run.memo.get("questions"), run.status)
-        elif run.workflow_type != WORKFLOW_TYPE:
-            title = f"{run.workflow_type.lower()}"
-        indent = "  " if run.workflow_type != WORKFLOW_TYPE else ""
-        table.add_row(indent + visible(run.id), visible(state), started, Text(visible(title)))
-    console.print(table)
+    show(console, [row(run) for run in ordered(runs)])
     return 0
+
+
+def show(console, rows: list[tuple[str, str, str, str]]) -> None:
+    """The runs as a table whose ids are never cut (a schedule's run ids are
+    long, and an id is what the user copies); when the terminal is too narrow
+    for that, one run per paragraph instead: its id, status and start on one
+    line, whatever its length, its title below."""
+    longest = max(len(r[0]) for r in rows)
+    status = max(len(r[1]) for r in rows)
+    if longest + min(status, 20) + 10 + 20 + 13 > console.width:  # the table's borders and padding: 13
+        for run_id, state, started, title in rows:
+            console.print(Text(f"{run_id}  {state}  {started}"), soft_wrap=True)  # the terminal wraps it, not rich
+            for line in title.splitlines():
+                console.print(Text(f"    {line}"))
+        return
+    table = Table("id", "status", "started", "title / question")
+    table.columns[0].no_wrap, table.columns[0].min_width = True, longest
+    for run_id, state, started, title in rows:
+        table.add_row(run_id, state, started, Text(title))
+    console.print(table)
+
+
+def row(run: quick.Listed) -> tuple[str, str, str, str]:
+    """One run's id, status, start time and title, as shown."""
+    state = run.status
+    phase = run.search_attributes.get(PHASE_ATTRIBUTE.name)
+    if phase == "cancelled" and run.status == "completed":  # Temporal: completed, with a partial report
+        state = "cancelled"
+    elif phase and (run.status == "running" or (run.status == "completed" and phase != "completed")):
+        state += f" ({phase})"  # what it does now, or how it ended without a report
+    if run.task_attempts >= 2:
+        state = f"STUCK: task failed {run.task_attempts}x"
+    started = run.start_time.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    title = run.search_attributes.get(TITLE_ATTRIBUTE.name) or ""
+    question = run.memo.get("question", "") if run.workflow_type == WORKFLOW_TYPE else ""
+    if question:
+        question = " ".join(str(question).split())
+        title = f"{title}\n{question[:100]}" if title else question[:100]
+    if run.workflow_type == WORKFLOW_TYPE and run.memo.get("schedule"):
+        title = f"{title}\n(schedule {run.memo['schedule']})"
+    if run.workflow_type == "FollowUp":
+        title = thread_title(run.memo.get("questions"), run.status)
+    elif run.workflow_type != WORKFLOW_TYPE:
+        title = f"{run.workflow_type.lower()}"
+    indent = "  " if run.workflow_type != WORKFLOW_TYPE else ""
+    return indent + visible(run.id), visible(state), started, visible(title)
 
 
 def thread_title(asked, status: str) -> str:

@@ -21,9 +21,24 @@ if TYPE_CHECKING:
 
 
 async def main(args: argparse.Namespace) -> int:
-    conn = connection(args)
+    from client.stored_runs import stored_runs
+
+    with stored_runs(connection(args)) as reading:  # no server: the runs stored in the data dir
+        return await read(args, reading.conn, reading.embedded)
+
+
+async def read(args: argparse.Namespace, conn, embedded: bool) -> int:
+    """``embedded``: the server was started to read the stored runs; no
+    worker serves them, so only an ended workflow has a result to show."""
+    from temporalio.client import WorkflowExecutionStatus
+
     client = await connect(conn)
-    kind = await workflow_type(client, args.workflow_id)  # one describe; an unknown id is one line here
+    described = await client.get_workflow_handle(args.workflow_id).describe()  # an unknown id is one line here
+    kind = described.workflow_type
+    if embedded and described.status == WorkflowExecutionStatus.RUNNING:
+        from client.stored_runs import no_worker_here
+
+        raise CliError(no_worker_here(args.workflow_id, described.task_queue))
     if kind == "FollowUp":
         return await thread_result(client, args)
     if kind in SIDE_KINDS:

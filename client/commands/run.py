@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from urllib.parse import urlsplit
 
 from client import terminal_log
@@ -17,7 +17,7 @@ from client.interactive import follow_run
 from client.options import DEV_SERVER_PORT, connection, dev_server_ports, report_path, research_input
 from client.report_files import render
 from client.runs import check_continue_from, new_workflow_id, start_research
-from client.talk import exit_code, write_file
+from client.talk import exit_code, worker_command, write_file
 from client.wording import usage_text
 from infra.connection import Connection
 from infra.errors import ConfigError, cli_name
@@ -57,10 +57,33 @@ def embedded_server(conn: Connection, port: int, ui_port: int | None) -> DevServ
     )
 
 
+@contextmanager
+def own_server(conn: Connection, console) -> Iterator[tuple[Connection, str | None]]:
+    """The connection to use and the Temporal UI's address (None: not known):
+    the embedded dev server, started for the block, when no address was given
+    and none answers at its address (as `run` does); else the server there."""
+    port, ui_port = dev_ports()
+    if conn.address_given:
+        yield conn, None
+        return
+    conn = dataclasses.replace(conn, address=f"localhost:{port}")
+    if port_open(*split_address(conn.address)):
+        console.print(f"using the Temporal server at {conn.address} (not started by this command)", markup=False)
+        yield conn, None
+        return
+    with embedded_server(conn, port, ui_port) as server:
+        console.print(
+            f"started the embedded Temporal dev server at {server.address} (state in {server.db_file}); "
+            f"Temporal UI: {server.ui_url}",
+            markup=False,
+        )
+        yield dataclasses.replace(conn, address=server.address), server.ui_url
+
+
 def resume_hint(workflow_id: str, conn: Connection, started_server: bool) -> str:
     where = (
         f" (its state is in {conn.data_dir / 'temporal.db'}; it goes on when `{cli_name()} server` "
-        f"and `{cli_name()} worker` run)"
+        f"and {worker_command(conn.task_queue)} run)"
         if started_server
         else ""
     )
@@ -121,11 +144,12 @@ async def main(args: argparse.Namespace) -> int:
         if worker is None and not await has_pollers(client, conn):
             console.print(
                 f"no worker polls task queue {conn.task_queue!r} on {conn.address}: start one with "
-                f"`{cli_name()} worker` in another terminal, or run again with --worker",
+                f"{worker_command(conn.task_queue)} in another terminal, or run again with --worker",
                 style="yellow",
                 markup=False,
             )
-        await check_continue_from(client, conn, request)
+        if note := await check_continue_from(client, conn, request):
+            console.print(note, style="yellow", markup=False)
         handle = await start_research(client, conn, request, args.id or new_workflow_id())
         console.print(f"run {handle.id} started; details in {log_file}", markup=False)
         try:

@@ -50,6 +50,10 @@ def check_name(name: str) -> str:
 
 
 async def main(args: argparse.Namespace) -> int:
+    if getattr(args, "demo", False) and not getattr(args, "task_queue", None):
+        from client.talk import DEMO_TASK_QUEUE
+
+        args.task_queue = DEMO_TASK_QUEUE  # the demo's scripted model: `worker --demo` serves it
     conn = connection(args)
     if args.action == "create":
         spec = timing(args)  # bad input: one line before anything connects
@@ -134,12 +138,17 @@ async def create(client, conn, args: argparse.Namespace, spec) -> int:
         if err.status != RPCStatusCode.INVALID_ARGUMENT or not args.cron:
             raise
         raise CliError(f"--cron {args.cron!r}: {err.message}") from None
+    if args.cron and not (await client.get_schedule_handle(name).describe()).info.next_action_times:
+        await client.get_schedule_handle(name).delete()  # it could never start a run
+        raise CliError(f"--cron {args.cron!r} never fires (no date matches it): no schedule created")
     when = f"every {args.every}" if args.every else f"on cron {args.cron!r}"
     print(
         f"schedule {name} created: {when}, each run builds on the last completed one and opens with what changed; "
         f"plans {'wait for review' if args.review else 'are accepted automatically'}. "
         f"See `{cli_name()} schedule list` and the Temporal UI's Schedules page."
     )
+    if getattr(args, "demo", False):
+        print(f"its runs go to the demo's scripted model: they run while `{cli_name()} worker --demo` runs")
     return 0
 
 
@@ -150,7 +159,12 @@ async def schedule_rows(client) -> list[dict]:
     async for listed in await client.list_schedules():
         described = await client.get_schedule_handle(listed.id).describe()
         info, spec = described.info, described.schedule.spec
-        every = ", ".join(_human(i.every) for i in spec.intervals) or ", ".join(spec.cron_expressions) or "?"
+        every = (
+            ", ".join(_human(i.every) for i in spec.intervals)
+            or ", ".join(spec.cron_expressions)
+            or ", ".join(cron_text(c) for c in spec.calendars)  # the server keeps a cron expression so
+            or "?"
+        )
         last = info.recent_actions[-1].action.workflow_id if info.recent_actions else None
         rows.append(
             {
@@ -206,3 +220,26 @@ def _human(every: timedelta) -> str:
         if seconds % size == 0:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+# A calendar's fields in cron's order, with each field's full range (what reads as "*").
+_CRON_FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day_of_month", 1, 31), ("month", 1, 12), ("day_of_week", 0, 6))
+_DAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
+
+
+def cron_text(calendar) -> str:
+    """A ``ScheduleCalendarSpec`` (the form the server keeps a cron expression
+    in) as a cron expression again: ``0 8 * * MON-FRI``."""
+    fields = []
+    for name, low, high in _CRON_FIELDS:
+        parts = []
+        for r in getattr(calendar, name):
+            end = max(r.end, r.start)
+            step = f"/{r.step}" if r.step > 1 else ""
+            if (r.start, end) == (low, high):
+                parts.append("*" + step)
+                continue
+            show = (lambda n: _DAYS[n % 7]) if name == "day_of_week" else str
+            parts.append((show(r.start) if end == r.start else f"{show(r.start)}-{show(end)}") + step)
+        fields.append(",".join(parts) or "*")
+    return " ".join(fields)

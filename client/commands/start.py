@@ -5,6 +5,7 @@ way (client/quick.py) starts it; the full client takes over when it cannot
 from __future__ import annotations
 
 import argparse
+import sys
 
 from client import quick
 from client.options import connection, research_input
@@ -18,7 +19,8 @@ async def main(args: argparse.Namespace) -> int:
     if request.continue_from:  # the run to build on must be there: one line now, not a failed run later
         from infra.temporal import connect
 
-        await check_continue_from(await connect(conn), conn, request)
+        if note := await check_continue_from(await connect(conn), conn, request):
+            print(note, file=sys.stderr)  # standard output holds the id alone
     try:
         await start_research_quickly(conn, request, workflow_id)
     except quick.NotQuick:

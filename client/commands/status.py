@@ -21,7 +21,7 @@ from client.display import make_console, render_status
 from client.errors import CliError
 from client.ids import may_be_side_output
 from client.options import connection
-from client.talk import QUERY_TIMEOUT, next_action, query_status, stuck
+from client.talk import QUERY_TIMEOUT, next_action, query_status, stuck, worker_command
 from infra.errors import cli_name
 
 if TYPE_CHECKING:
@@ -32,18 +32,21 @@ if TYPE_CHECKING:
 
 
 async def main(args: argparse.Namespace) -> int:
-    conn = connection(args)
-    failed: RPCError | None = None
-    if not may_be_side_output(args.workflow_id):
-        try:
-            return show_quick(await quick.query(conn, args.workflow_id, "status", QUERY_TIMEOUT), args)
-        except quick.NotQuick:
-            pass
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise
-            failed = err  # no worker answered, or the run is stuck: said below
-    return await full(args, conn, failed)
+    from client.stored_runs import stored_runs
+
+    with stored_runs(connection(args)) as reading:  # no server: the runs stored in the data dir
+        conn = reading.conn
+        failed: RPCError | None = None
+        if not may_be_side_output(args.workflow_id) and not reading.embedded:  # no worker there to answer
+            try:
+                return show_quick(await quick.query(conn, args.workflow_id, "status", QUERY_TIMEOUT), args)
+            except quick.NotQuick:
+                pass
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    raise
+                failed = err  # no worker answered, or the run is stuck: said below
+        return await full(args, conn, failed, reading.embedded)
 
 
 def show_quick(status: dict[str, Any], args: argparse.Namespace) -> int:
@@ -65,11 +68,14 @@ def show(status: RunStatus | quick.Fields, workflow_id: str) -> int:
     return 0
 
 
-async def full(args: argparse.Namespace, conn: Connection, failed: RPCError | None) -> int:
-    """With the SDK's client and the models; ``failed``: the quick query's error."""
-    from temporalio.client import WorkflowQueryFailedError
+async def full(args: argparse.Namespace, conn: Connection, failed: RPCError | None, embedded: bool = False) -> int:
+    """With the SDK's client and the models; ``failed``: the quick query's
+    error; ``embedded``: the server was started to read the stored runs, so
+    no worker answers a query (an ended run's status comes from its result)."""
+    from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError
 
     from client.commands.result import SIDE_KINDS
+    from client.stored_runs import no_worker_here
     from infra.temporal import connect
     from workflows.eval_models import EvalSuiteResult
     from workflows.models import SideStatus
@@ -77,13 +83,19 @@ async def full(args: argparse.Namespace, conn: Connection, failed: RPCError | No
     client = await connect(conn)
     handle = client.get_workflow_handle(args.workflow_id)
     described = await handle.describe()  # the quick way did not answer: what is it?
-    if described.workflow_type == "FollowUp":
+    if described.workflow_type == "FollowUp" and not embedded:
         return await show_thread(handle, args.json)
     if described.workflow_type == "EvalSuite":
         return await show_suite(
             client.get_workflow_handle(handle.id, result_type=EvalSuiteResult), described, args.json
         )
     kind = SIDE_KINDS.get(described.workflow_type)
+    # An ended research run's status needs no worker: what the run left says it.
+    research_ended = described.status != WorkflowExecutionStatus.RUNNING and described.workflow_type == "DeepResearch"
+    if embedded:
+        if not research_ended:
+            raise CliError(no_worker_here(handle.id, described.task_queue))
+        return show_research(await ended_status(client, handle.id), handle.id, args.json)
     try:
         if failed is not None:
             raise failed
@@ -91,6 +103,8 @@ async def full(args: argparse.Namespace, conn: Connection, failed: RPCError | No
     except (RPCError, WorkflowQueryFailedError) as err:
         if isinstance(err, RPCError) and err.status == RPCStatusCode.NOT_FOUND:
             raise
+        if research_ended:
+            return show_research(await ended_status(client, handle.id), handle.id, args.json)
         if problem := await stuck(client, handle):
             if args.json:
                 shown = {"phase": problem.phase, "stuck": True, "workflow_task_attempts": problem.attempts}
@@ -102,10 +116,14 @@ async def full(args: argparse.Namespace, conn: Connection, failed: RPCError | No
         return unanswered(handle.id, described, conn.task_queue)
     if isinstance(status, SideStatus):
         return await show_side_status(handle, status, args.json)
-    if args.json:
+    return show_research(status, handle.id, args.json)
+
+
+def show_research(status: RunStatus, workflow_id: str, as_json: bool) -> int:
+    if as_json:
         print(status.model_dump_json(indent=2))
         return 0
-    return show(status, handle.id)
+    return show(status, workflow_id)
 
 
 def unanswered(workflow_id: str, described, default_queue: str) -> int:
@@ -124,7 +142,7 @@ def unanswered(workflow_id: str, described, default_queue: str) -> int:
             f"`{cli_name()} result {workflow_id}` shows its report"
         )
         return 0
-    start = "run the same `eval` command again" if in_eval else f"`{cli_name()} worker --task-queue {queue}`"
+    start = "run the same `eval` command again" if in_eval else worker_command(queue)
     raise CliError(f"no worker answered the status query within {QUERY_TIMEOUT.seconds} s; it needs {serves} ({start})")
 
 
@@ -214,3 +232,42 @@ async def show_side_status(handle: WorkflowHandle, status: SideStatus, as_json: 
         return 0
     print("\n".join(status_lines(status, handle.id, state)))
     return 0
+
+
+async def ended_status(client, workflow_id: str) -> RunStatus:
+    """An ended research run's status from its result (or its failure),
+    which needs no worker: a query on an ended run does (it replays it)."""
+    from temporalio.client import WorkflowFailureError
+
+    from client.errors import failure_message
+    from workflows.models import ResearchResult, RunStatus, StepStatus
+
+    handle = client.get_workflow_handle(workflow_id, result_type=ResearchResult)
+    try:
+        result = await handle.result()
+    except WorkflowFailureError as err:
+        described = await handle.describe()
+        memo = await described.memo_value("question", "") if "question" in described.raw_info.memo.fields else ""
+        return RunStatus(phase="failed", question=str(memo), error=failure_message(err), note=FROM_RESULT)
+    done = "done" if result.status == "completed" else "pending"
+    steps = [
+        StepStatus(title=step.title, step_type=step.step_type, status="done" if n < len(result.observations) else done)
+        for n, step in enumerate(result.plan.steps if result.plan else [])
+    ]
+    return RunStatus(
+        phase="cancelled" if result.status == "cancelled" else "completed",
+        outcome=result.status,
+        question=result.question,
+        title=result.plan.title if result.plan else None,
+        plan=result.plan,
+        plan_iterations=result.plan_iterations,
+        steps=steps,
+        clarifications=result.clarifications,
+        usage=result.usage,
+        budget_exhausted=result.budget_exhausted,
+        warnings=result.warnings,
+        note=FROM_RESULT,
+    )
+
+
+FROM_RESULT = "the run has ended and no worker answered its status query: shown from its result"

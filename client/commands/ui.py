@@ -4,6 +4,7 @@ through the same client code as the CLI and starts nothing else."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import ipaddress
 import os
 
@@ -36,8 +37,6 @@ def temporal_ui_url(address: str) -> str:
 
 
 async def main(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from client.desk.app import create_app
     from client.desk.guard import HOSTS_ENV, AllowedHosts
     from client.desk.inputs import RESOURCES_ENV, InputProblem, resource_dirs
@@ -53,13 +52,25 @@ async def main(args: argparse.Namespace) -> int:
         folders = resource_dirs(getattr(args, "resources_dir", None) or (), os.environ.get(RESOURCES_ENV))
     except (ValueError, InputProblem) as err:
         raise CliError(str(err)) from None
+    desk = {"token": token, "hosts": hosts, "resource_dirs": folders}
+    if getattr(args, "demo", False):
+        return await demo_desk(args, desk)
     conn = connection(args)
     try:
         await connect(conn)
         where = f"Temporal at {conn.address} (namespace {conn.namespace})"
     except ConnectionFailed as err:
         where = f"{err} — the desk shows this until Temporal is reachable"
-    app = create_app(conn, token=token, temporal_ui=temporal_ui_url(conn.address), hosts=hosts, resource_dirs=folders)
+    await serve(args, create_app(conn, temporal_ui=temporal_ui_url(conn.address), **desk), where, desk)
+    return 0
+
+
+async def serve(args: argparse.Namespace, app, where: str, desk: dict) -> None:
+    import uvicorn
+
+    from client.desk.guard import HOSTS_ENV
+
+    token, hosts, folders = desk["token"], desk["hosts"], desk["resource_dirs"]
     shown = f"http://{args.host}:{args.port}/" + ("?token=…" if token else "")
     print(f"research desk at {shown}; {where}; Ctrl-C to stop", flush=True)
     if not hosts.named and not is_loopback(args.host):
@@ -70,4 +81,30 @@ async def main(args: argparse.Namespace) -> int:
         app, host=args.host, port=args.port, log_level="warning", access_log=False, timeout_graceful_shutdown=2
     )
     await uvicorn.Server(config).serve()
+
+
+async def demo_desk(args: argparse.Namespace, desk: dict) -> int:
+    """The desk with a worker of the demo's scripted model in this process,
+    on the demo's task queue (and the embedded server when none runs): runs
+    started on the page, their follow-up questions and schedules need no key."""
+    from client.commands.run import in_process_worker, own_server
+    from client.demo.backend import DEMO_TASK_QUEUE, SCRIPTED, demo_backend
+    from client.desk.app import create_app
+    from client.display import make_console
+    from infra.settings import Settings
+
+    console = make_console()
+    args.task_queue = getattr(args, "task_queue", None) or DEMO_TASK_QUEUE
+    notice = f"DEMO: {SCRIPTED}"
+    console.print(notice, style="bold yellow", markup=False)
+    with demo_backend(), own_server(connection(args), console) as (conn, ui_url):
+        async with in_process_worker(conn, Settings.from_env()) as worker:
+            app = create_app(conn, temporal_ui=ui_url or temporal_ui_url(conn.address), demo=notice, **desk)
+            where = f"Temporal at {conn.address}; runs go to task queue {conn.task_queue!r}, served here"
+            serving = asyncio.ensure_future(serve(args, app, where, desk))
+            await asyncio.wait({serving, worker}, return_when=asyncio.FIRST_COMPLETED)
+            if worker.done() and not serving.done():  # the worker could not start (one line, as `worker` says it)
+                serving.cancel()
+                worker.result()
+            await serving
     return 0

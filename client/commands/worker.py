@@ -1,4 +1,9 @@
-"""`deepresearch worker`: run a worker until Ctrl-C (same as `python worker.py`)."""
+"""`deepresearch worker`: run a worker until Ctrl-C (same as `python worker.py`).
+
+`worker --demo` serves the demo's task queue with the demo's scripted model
+and offline web (client/demo/backend.py): no key, nothing outside loopback;
+it starts the embedded Temporal dev server when none runs (as `run` does),
+so `ask`, `list`, `status` and a schedule work on the demo's runs."""
 
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ async def main(args: argparse.Namespace) -> int:
     from worker import run_worker
 
     worker_logging()  # a failed activity is one line; DEEPRESEARCH_LOG_TRACEBACKS=1 for the traceback
+    if getattr(args, "demo", False):
+        return await demo_worker(args)
     conn = connection(args)
     stop = asyncio.Event()
     print(f"worker for task queue {conn.task_queue!r} on {conn.address}; Ctrl-C to stop", flush=True)
@@ -23,5 +30,29 @@ async def main(args: argparse.Namespace) -> int:
         print(local_line, flush=True)
     with stop_on_signals(stop):
         await run_worker(conn, settings, stop=stop)
+    print("worker stopped")
+    return 0
+
+
+async def demo_worker(args: argparse.Namespace) -> int:
+    from client.commands.run import own_server
+    from client.demo.backend import DEMO_TASK_QUEUE, SCRIPTED, demo_backend
+    from client.display import make_console
+    from infra.errors import cli_name
+    from infra.settings import Settings
+    from worker import run_worker
+
+    console = make_console()
+    args.task_queue = getattr(args, "task_queue", None) or DEMO_TASK_QUEUE
+    console.print(f"DEMO worker: {SCRIPTED}", style="bold yellow", markup=False)
+    stop = asyncio.Event()
+    with demo_backend() as backend, own_server(connection(args), console) as (conn, _):
+        console.print(
+            f"demo worker for task queue {conn.task_queue!r} on {conn.address} (offline web at {backend.web_url}); "
+            f"in another terminal: `{cli_name()} ask ID QUESTION` on a demo run, `{cli_name()} list`; Ctrl-C to stop",
+            markup=False,
+        )
+        with stop_on_signals(stop):
+            await run_worker(conn, Settings.from_env(), stop=stop)
     print("worker stopped")
     return 0

@@ -7,9 +7,22 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from client.demo import reading
 from client.demo import text as tx
 
-ROLES = ("coordinator", "planner", "researcher", "coder", "analyst", "reporter", "editor", "podcast", "slides", "prose")
+ROLES = (
+    "coordinator",
+    "planner",
+    "researcher",
+    "coder",
+    "analyst",
+    "reporter",
+    "followup",
+    "editor",
+    "podcast",
+    "slides",
+    "prose",
+)
 GREETINGS = ("hello", "hi", "hey", "good morning", "good evening", "你好")
 COMPUTE_WORDS = (
     "compute",
@@ -135,6 +148,26 @@ def coordinator(request: dict, role: str) -> Turn:
 
 
 def planner(request: dict, role: str) -> Turn:
+    """The first plan from the question; a plan the user asked to change
+    (the request's last message after an earlier plan) revised by
+    ``revised``, or unchanged with a thought saying it could not be."""
+    earlier = [m for m in messages(request) if m.get("role") == "assistant" and content_text(m.get("content"))]
+    last = messages(request)[-1] if messages(request) else {}
+    if earlier and last.get("role") == "user":
+        try:
+            plan = json.loads(content_text(earlier[-1].get("content")))
+        except ValueError:
+            plan = None
+        asked = content_text(last.get("content"))
+        if isinstance(plan, dict) and isinstance(plan.get("steps"), list):
+            if asked.lstrip().startswith("# Findings"):  # asked to plan again after research (planner.replan)
+                done = {"has_enough_context": True, "thought": "The scripted planner plans no further steps."}
+                return Turn(role, json.dumps(plan | done, ensure_ascii=False))
+            return Turn(role, json.dumps(revised(plan, asked), ensure_ascii=False))  # the user's edit
+    return first_plan(request, role)
+
+
+def first_plan(request: dict, role: str) -> Turn:
     question = tx.question_of(user_texts(request))
     locale = locale_of(question)
     steps = [
@@ -160,15 +193,56 @@ def planner(request: dict, role: str) -> Turn:
     return Turn(role, json.dumps(plan, ensure_ascii=False))
 
 
+_ADD = re.compile(
+    r"\badd(?:\s+(?:a|an|one|another))?(?:\s+(?:research\s+)?step)?(?:\s+(?:on|about|for|to|that|covering))?\s+([^\n]{3,300})",
+    re.I,
+)
+_REMOVE = re.compile(r"\b(?:remove|drop|delete|skip)\s+(?:the\s+)?step\s+(\d{1,2})\b", re.I)
+
+
+def revised(plan: dict, message: str) -> dict:
+    """The plan with the user's edit applied, when it is one the demo
+    planner understands ("add a step on …", "remove step 2"); otherwise the
+    same plan, its thought saying plainly that the edit was not applied."""
+    change = message.split("asks for changes:", 1)[-1].strip().split("\n", 1)[0].strip()  # planner.edit's wording
+    steps = [step for step in plan["steps"] if isinstance(step, dict)]
+    done = []
+    for number in sorted({int(n) for n in _REMOVE.findall(change)}, reverse=True):
+        if 1 <= number <= len(steps):
+            done.append(f"removed step {number} ({steps.pop(number - 1).get('title', '')})")
+    if added := _ADD.search(_REMOVE.sub("", change)):
+        topic = added.group(1).strip().rstrip(".!")
+        research = [n for n, step in enumerate(steps) if step.get("step_type") != "processing"]
+        at = research[-1] + 1 if research else len(steps)
+        steps.insert(at, {"need_search": True, "title": topic[:1].upper() + topic[1:], "description": topic,
+                          "step_type": "research"})  # fmt: skip
+        done.append(f"added a step on {topic}")
+    if done:
+        thought = f"Revised as asked: {'; '.join(done)}."
+    else:
+        thought = (
+            f"The scripted demo planner could not apply this edit and left the plan as it was: {tx.clip(change, 200)}. "
+            'It understands only "add a step on …" and "remove step N"; a real model reads any edit.'
+        )
+    return plan | {"steps": steps, "thought": thought}
+
+
 def researcher(request: dict, role: str) -> Turn:
+    """Local documents, then the web: search the step (unless its request
+    already shows passages found for it), read the best pages, search once
+    more for what the best sentence names and the step does not, then write
+    the findings from everything read, its own request's passages included."""
     tools = tool_names(request)
     made = calls_made(request)
-    step = tx.step_of(user_texts(request))
+    users = user_texts(request)
+    step = tx.step_of(users)
     query = tx.clip(" ".join(step.split()), 300)
     names = [name for name, _, _ in made]
+    shown = bool(reading.documents([], users, skip=reading.EARLIER))  # evidence gathered before the first turn
+    searches = names.count("web_search") + (1 if shown else 0)
     if "local_search" in tools and "local_search" not in names:
         return Turn(role, tool_calls=[("local_search", {"query": tx.keywords_query(query)})])
-    if "web_search" in tools and "web_search" not in names:
+    if "web_search" in tools and not searches:
         return Turn(role, tool_calls=[("web_search", {"query": query})])
     crawled = [args.get("url") for name, args, _ in made if name == "crawl"]
     for name, args, result in made:
@@ -177,12 +251,22 @@ def researcher(request: dict, role: str) -> Turn:
             if not any(n == "find_in_page" and a.get("url") == url for n, a, _ in made):
                 return Turn(role, tool_calls=[("find_in_page", {"url": url, "query": tx.keywords_query(query)})])
     if "crawl" in tools:
-        for url in tx.crawl_targets(made):
+        for url in tx.crawl_targets(made, first=2 if shown else 4):  # shown: its search is the second
             if url not in crawled:
                 return Turn(role, tool_calls=[("crawl", {"url": url})])
-    if "web_search" in tools and names.count("web_search") == 1 and (entity := tx.next_entity(query, made)):
+    if "web_search" in tools and searches == 1 and (entity := reading.next_entity(query, made, users)):
         return Turn(role, tool_calls=[("web_search", {"query": tx.clip(entity, 300)})])
-    return Turn(role, tx.findings(query, made))
+    if "web_search" in tools and searches in (1, 2) and (part := reading.uncovered_part(query, made, users)):
+        if part not in [args.get("query") for name, args, _ in made if name == "web_search"]:
+            return Turn(role, tool_calls=[("web_search", {"query": tx.clip(part, 300)})])
+    second = [args.get("query", "") for name, args, _ in made if name == "web_search"][0 if shown else 1 :][:1]
+    return Turn(role, reading.findings(query, made, users, extra=_name_in(second[0]) if second else ""))
+
+
+def _name_in(query: str) -> str:
+    """The name a second search added (its capitalised words): what the step
+    turned out to be about ("the capital" is Tessary)."""
+    return " ".join(w for w in str(query).split() if w[:1].isupper())
 
 
 def coder(request: dict, role: str) -> Turn:
@@ -203,6 +287,14 @@ def reporter(request: dict, role: str) -> Turn:
     return Turn(role, tx.report(user_texts(request)))
 
 
+def followup(request: dict, role: str) -> Turn:
+    """A follow-up question on a finished run: the findings it is given that
+    answer it, cited; else the marker its prompt names for "research more"."""
+    system = next((content_text(m.get("content")) for m in messages(request) if m.get("role") == "system"), "")
+    marker = next(iter(re.findall(r"reply with `([^`\n]{1,40})`", system)), "[NEEDS_RESEARCH]")
+    return Turn(role, tx.follow_up_answer("\n\n".join(user_texts(request)), marker))
+
+
 def other(request: dict, role: str) -> Turn:
     """Editor, analyst and the side outputs: the given text, kept short."""
     material = "\n".join(user_texts(request))
@@ -219,4 +311,5 @@ ACTORS = {
     "researcher": researcher,
     "coder": coder,
     "reporter": reporter,
+    "followup": followup,
 }

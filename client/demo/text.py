@@ -1,23 +1,24 @@
-"""Text rules of the demo model: reading the request's sections, picking the
-sentences and tables that answer a question, the coder's program, the report.
-Everything deterministic; every regex linear (no nested quantifiers)."""
+"""Text rules of the demo model: reading the request's sections, the
+coder's program, the report and follow-up answers (what the researcher
+reads and picks is ``client/demo/reading.py``). Everything deterministic;
+every regex linear (no nested quantifiers)."""
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 
+from client.demo.reading import Wanted, covers, findings, next_entity, tables, with_header  # noqa: F401 - used here and by tests
 from client.evaluation.web import terms
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-_URL = re.compile(r"(?:https?|file)://[^\s)\]>\"']+")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(£$\"'])|(?<=[。！？])")
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
+# A year the question counts from ("since 2010", "from 2010"): the sources may answer from a later one.
+_FROM_YEAR = re.compile(r"\b(?:since|from|after|between|starting)\s+(?:the\s+)?(?:year\s+)?(1[89]\d\d|20\d\d)\b")
 _LINK = re.compile(r"\[([^\]\n]{0,300})\]\(((?:https?|file)://[^)\s]{1,2000})\)")
 MONTHS = "january february march april may june july august september october november december".split()
-MAX_UNITS = 8
-MAX_TABLES = 2
-MAX_TABLE_ROWS = 30
 NOT_FOUND = (
     "The sources do not state this directly: it was not found in the available sources, "
     "and this report does not guess it."
@@ -88,159 +89,13 @@ def is_long_page(result: str) -> bool:
 
 def crawl_targets(made: list[tuple[str, dict, str]], first: int = 4, then: int = 2) -> list[str]:
     """The URLs to read: the top ``first`` results of the first search, the top
-    ``then`` new ones of a second."""
+    ``then`` new ones of a second and a third."""
     urls: list[str] = []
     searches = [result for name, _, result in made if name == "web_search"]
-    for n, result in enumerate(searches[:2]):
+    for n, result in enumerate(searches[:3]):
         new = [u for u in re.findall(r"URL: (\S+)", result) if u not in urls]
         urls += new[: first if n == 0 else then]
     return urls
-
-
-_PROPER = re.compile(r"\b[A-Z][\w'’-]*(?:[ \t]+(?:of[ \t]+)?[A-Z][\w'’-]*)+")
-
-
-def next_entity(query: str, made: list[tuple[str, dict, str]]) -> str | None:
-    """A name (two or more capitalised words) that the best sentences read so
-    far give and the query does not: what a second search should add."""
-    wanted, asked = set(terms(query)), query.lower()
-    candidates = []
-    for order, (_, _, text) in enumerate(_documents(made)):
-        for n, unit in enumerate(_units(text) + [row for _, rows in _tables(text) for row in rows]):
-            candidates.append((-_score(wanted, unit), order, n, unit))
-    for _, _, _, unit in sorted(candidates)[:5]:
-        for name in _PROPER.findall(unit[:2000]):
-            if name.lower() not in asked and not all(w in terms(asked) for w in terms(name)):
-                rest = [w for w in dict.fromkeys(terms(query)) if w not in set(terms(unit))]
-                return " ".join([name, *rest])
-    return None
-
-
-def _documents(made: list[tuple[str, dict, str]]) -> list[tuple[str, str, str]]:
-    """(url, title, text) of what the researcher read: pages, passages, local hits."""
-    docs = []
-    for name, args, result in made:
-        if not result or result.startswith("Error"):
-            continue
-        if name in ("crawl", "find_in_page", "read_page"):
-            url = str(args.get("url") or "")
-            title = next((line.lstrip("# ").strip() for line in result.splitlines() if line.startswith("# ")), url)
-            docs.append((url, title, result))
-        elif name == "local_search":
-            for block in re.split(r"\n\s*\n", result):
-                url = next(iter(_URL.findall(block)), "")
-                if url:
-                    docs.append((url, url.rsplit("/", 1)[-1], block))
-    if not docs:  # nothing crawled: the search snippets
-        for name, _, result in made:
-            if name == "web_search":
-                for hit in re.split(r"\n(?=\d+\. )", result):
-                    url = next(iter(re.findall(r"URL: (\S+)", hit)), "")
-                    if url:
-                        docs.append((url, hit.split("\n", 1)[0][3:].strip(), hit))
-    return docs
-
-
-def _units(text: str) -> list[str]:
-    """Sentences of prose (lines of a paragraph joined first: a PDF breaks
-    lines mid-sentence); table rows, headings and the reading tool's own
-    notes ("[Passages of … read with read_page(…)]") stay out."""
-    out, paragraph = [], []
-    for line in text.splitlines() + [""]:
-        line = line.strip()
-        note = line.startswith("[") and line.endswith("]")
-        if line and not note and not line.startswith(("|", "#", "URL:")) and len(line) <= 5000:
-            starts_item = bool(re.match(r"[-*+]\s|\d+\.\s", line))
-            if starts_item and paragraph:
-                out += _sentences(" ".join(paragraph))
-                paragraph = []
-            paragraph.append(re.sub(r"^[-*+]\s+|^\d+\.\s+", "", line))
-            continue
-        if paragraph:
-            out += _sentences(" ".join(paragraph))
-            paragraph = []
-    return out
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) > 12]
-
-
-def _tables(text: str) -> list[tuple[str, list[str]]]:
-    """(the two lines before it, rows) of each markdown table."""
-    lines = text.splitlines()
-    found, rows, before = [], [], ""
-    for i, line in enumerate(lines + [""]):
-        if line.strip().startswith("|"):
-            if not rows:
-                before = " ".join(lines[max(0, i - 2) : i])
-            rows.append(line.strip())
-        elif rows:
-            found.append((before, rows[:MAX_TABLE_ROWS]))
-            rows = []
-    return found
-
-
-def with_header(rows: list[str]) -> list[str]:
-    """Rows that make a markdown table: a page's table read without its header
-    (an HTML table of label and value) gets an empty one, so it renders."""
-    if len(rows) >= 2 and _is_rule(rows[1]):
-        return rows
-    width = max(0, rows[0].strip().strip("|").count("|")) + 1 if rows else 1
-    return ["|" + "   |" * width, "|" + "---|" * width, *(r for r in rows if not _is_rule(r))]
-
-
-def _is_rule(row: str) -> bool:
-    """A header rule such as ``|---|:--:|``."""
-    return "-" in row and not row.replace("|", "").replace("-", "").replace(":", "").strip()
-
-
-def _score(wanted: set[str], text: str) -> float:
-    have = set(terms(text))
-    return len(wanted & have) + (0.5 if _NUMBER.search(text) else 0.0)
-
-
-class Wanted:
-    """What a step asks for: its words, and the names it gives (two or more
-    capitalised words), which count only whole: "Kessel Point" is not
-    matched by a sentence about Hallow Point."""
-
-    def __init__(self, query: str) -> None:
-        self.names = [" ".join(name.lower().split()) for name in _PROPER.findall(query[:2000])]
-        in_names = {t for name in self.names for t in terms(name)}
-        self.words = set(terms(query)) - in_names
-        self.size = len(set(terms(query)))
-
-    def score(self, text: str) -> float:
-        flat = " ".join(text.lower().split())
-        named = sum(len(set(terms(name))) for name in self.names if name in flat)
-        return named + _score(self.words, text)
-
-
-def findings(query: str, made: list[tuple[str, dict, str]]) -> str:
-    """Extractive findings: the sentences and tables of what was read that share
-    most words with the step, each with its source."""
-    wanted = Wanted(query)
-    least = 2 if wanted.size >= 4 else 1
-    units, tables, seen = [], [], set()
-    for order, (url, title, text) in enumerate(_documents(made)):
-        for n, unit in enumerate(_units(text)):
-            if unit not in seen:
-                seen.add(unit)
-                units.append((wanted.score(unit), -order, -n, unit, url, title))
-        for before, rows in _tables(text):
-            tables.append((wanted.score(before + " " + " ".join(rows)), -order, rows, url, title))
-    chosen = sorted((u for u in units if u[0] >= least), reverse=True)[:MAX_UNITS]
-    picked_tables = sorted((t for t in tables if t[0] >= least + 1), key=lambda t: (-t[0], -t[1]))[:MAX_TABLES]
-    if not chosen and not picked_tables:
-        return "## Findings\n\nNothing I read answers this step.\n\n## References\n\n(none)"
-    lines = ["## Findings", ""]
-    lines += [f"- {unit} [{title}]({url})" for _, _, _, unit, url, title in chosen]
-    for _, _, rows, url, title in picked_tables:
-        lines += ["", f"Table from [{title}]({url}):", "", *with_header(rows)]
-    used = list(dict.fromkeys([(u[4], u[5]) for u in chosen] + [(t[3], t[4]) for t in picked_tables]))
-    lines += ["", "## References", ""] + [f"- [{title}]({url})" for url, title in used]
-    return "\n".join(lines)
 
 
 # -- the coder ----------------------------------------------------------------------
@@ -249,7 +104,7 @@ def findings(query: str, made: list[tuple[str, dict, str]]) -> str:
 def table_values(text: str) -> list[list[tuple[str, float]]]:
     """Each markdown table of ``text`` as (label, first number after it) rows."""
     out = []
-    for _, rows in _tables(text):
+    for _, rows in tables(text):
         pairs = []
         for row in rows:
             cells = [c.strip().strip("*") for c in row.strip("|").split("|")]
@@ -311,21 +166,21 @@ def program_for(material: str) -> str:
 
 
 def report(users: list[str]) -> str:
-    """A markdown report from the reporter's request: title, key points,
-    analysis per step, sources."""
+    """A markdown report from the reporter's request: title, key points (the
+    findings that answer the question best, none that do not), what the
+    sources do not say, analysis per step, sources."""
     text = "\n\n".join(users)
     parts = sections(text)
     question = question_of(users)
-    wanted = Wanted(question)
     found = parts.get("Findings", "")
     bullets = list(dict.fromkeys(b for b in map(linked_bullet, found.splitlines()) if b))
     computed = [line.strip() for line in re.findall(r"^(?:Growth|Average|Total)[^\n]{0,300}$", found, re.M)]
-    ranked = sorted(bullets, key=lambda b: (-wanted.score(b), bullets.index(b)))
-    key = computed + ranked[:4]
     lines = [f"# {clip(question, 150)}", "", "## Key Points", ""]
-    lines += [f"- {point}" for point in key] or ["- Nothing found answers the question."]
-    if not computed and not answered(question, bullets, found):
-        lines += ["", NOT_FOUND_ZH if is_cjk(question) else NOT_FOUND]
+    lines += [f"- {point}" for point in computed + key_points(question, bullets)]
+    if lines[-1] == "":
+        lines.append("- Nothing found answers the question.")
+    if not computed:
+        lines += [f"\n{gap}" for gap in gaps(question, bullets, found)]
     analysis = []
     for title, body in _steps(found):
         kept = [
@@ -342,6 +197,21 @@ def report(users: list[str]) -> str:
     lines += ["## Sources", ""] + ([f"- [{titles.get(u) or u}]({u})" for u in urls] or ["(none)"])
     lines += ["", "*Written by the scripted demo model: sentences picked from the pages, not a language model.*"]
     return "\n".join(lines)
+
+
+def key_points(question: str, bullets: list[str], most: int = 4) -> list[str]:
+    """The findings that answer the question best (a link's title counts:
+    it names what the sentence is about), none that share too little with it."""
+    wanted = Wanted(question)
+    shown = [_LINK.sub(r"\1", b) for b in bullets]  # a link's title counts, its URL does not
+    matched = [wanted.matched(text) for text in shown]
+    seen = Counter(m for found in matched for m in found)
+    # What few findings hold tells them apart ("Brackwater" more than "population").
+    weights = {m: 1 + math.log(len(bullets) / n) for m, n in seen.items()}
+    scores = [wanted.worth(m, weights) + _number_bonus(wanted, text) for text, m in zip(shown, matched)]
+    scored = sorted((-score, n) for n, score in enumerate(scores))
+    best = -scored[0][0] if scored else 0.0
+    return [bullets[n] for score, n in scored[:most] if wanted.worth(matched[n]) >= wanted.least and -score >= best / 2]
 
 
 def linked_bullet(line: str) -> str | None:
@@ -361,25 +231,71 @@ def linked_bullet(line: str) -> str | None:
     return line[2:]
 
 
-def answered(question: str, bullets: list[str], found: str) -> bool:
-    """Whether the findings seem to answer the question: a year it names is
-    in them, a sentence shares half its words, and for a quantity that sentence
-    has a number the question does not."""
+def gaps(question: str, bullets: list[str], found: str) -> list[str]:
+    """What the report must say the sources do not: the whole answer, or a
+    year the question counts from ("since 2010") that no finding names."""
     evidence = "\n".join([*bullets, *re.findall(r"^\|[^\n]*$", found, re.M)])
-    if any(year not in evidence for year in _YEAR.findall(question)):
-        return False
-    wanted = set(terms(question))
-    close = [b for b in bullets if _coverage(wanted, b) >= 0.5]
-    if not wanted or is_cjk(question):
+    bounds = set(_FROM_YEAR.findall(question))
+    missing = [year for year in dict.fromkeys(_YEAR.findall(question)) if year not in evidence]
+    if [year for year in missing if year not in bounds] or not answered(question, bullets, found):
+        return [NOT_FOUND_ZH if is_cjk(question) else NOT_FOUND]
+    if missing:
+        if is_cjk(question):
+            return [f"现有资料未提及{'、'.join(missing)}年的情况：以上为资料所载及其年份。"]
+        return [
+            f"The sources found say nothing of {' or '.join(missing)} itself: what they say is above, with its own dates."
+        ]
+    return []
+
+
+def answered(question: str, bullets: list[str], found: str = "") -> bool:
+    """Whether the findings seem to answer the question: each part of it
+    ("…, and …") is said by a finding or a table of ``found`` (its words,
+    years aside: see ``covers``), and a quantity asked for comes with a
+    number the question does not give."""
+    if is_cjk(question):
         return bool(bullets)
-    if _QUANTITY.search(question.lower()):
-        asked = set(_NUMBER.findall(question))
-        return any(set(_NUMBER.findall(_LINK.sub("", b))) - asked for b in close)
-    return bool(close)
+    evidence = [_LINK.sub(r"\1", text) for text in [*bullets, *found_tables(found)]]
+    for part in re.split(r",\s+and\s+|;\s+", _YEAR.sub(" ", asked_in(question))):
+        wanted = Wanted(part)
+        if wanted.size <= 1 and not wanted.names:  # "how did it compare with 2017?": its year is checked apart
+            continue
+        close = [text for text in evidence if covers(wanted, text, any_name=True)]
+        if _QUANTITY.search(part.lower()):
+            asked = set(_NUMBER.findall(question))
+            close = [text for text in close if set(_NUMBER.findall(text)) - asked]
+        if not close:
+            return False
+    return bool(evidence)
 
 
-def _coverage(wanted: set[str], text: str) -> float:
-    return len(wanted & set(terms(text))) / len(wanted) if wanted else 0.0
+def asked_in(question: str) -> str:
+    """What a question asks, without what it tells the writer to do ("Present
+    it as a table.", "If sources disagree, …", "Using the attached memo, …"):
+    its sentences that end in "?", else its first; a lead-in clause before
+    the question word left out."""
+    sentences = [s.strip() for s in re.split(r"(?<=[.?!])\s+", question.strip()) if s.strip()]
+    asking = [s for s in sentences if s.endswith("?")] or sentences[:1]
+    return " ".join(
+        re.sub(r"^[^?,]{0,200},\s+(?=(?:what|which|who|when|where|how)\b)", "", s, flags=re.I) for s in asking
+    )
+
+
+def found_tables(found: str) -> list[str]:
+    """Each table of the findings ("Table from [title](url):" and its rows) as one text."""
+    tables: list[list[str]] = []
+    for line in found.splitlines():
+        if line.startswith("Table from "):
+            tables.append([line])
+        elif tables and line.startswith("|"):
+            tables[-1].append(line)
+        elif tables and line.strip() and len(tables[-1]) > 1:
+            tables.append([])  # the table has ended
+    return ["\n".join(rows) for rows in tables if len(rows) > 1]
+
+
+def _number_bonus(wanted: Wanted, text: str) -> float:
+    return wanted.score(text) - wanted.score(_NUMBER.sub(" ", text))
 
 
 def _steps(found: str) -> list[tuple[str, str]]:
@@ -395,3 +311,25 @@ def _steps(found: str) -> list[tuple[str, str]]:
     if title:
         out.append((title, "\n".join(body)))
     return out
+
+
+# -- follow-up questions ------------------------------------------------------------
+
+
+def follow_up_answer(text: str, marker: str) -> str:
+    """The answer to a follow-up question (section "The question") from the
+    findings, report and earlier answers it is given: the findings that
+    answer it, each with its link; else ``marker`` and what is missing,
+    which makes the thread research more."""
+    parts = sections(text)
+    question = " ".join(parts.get("The question", "").split())
+    material = "\n".join(
+        body for heading, body in parts.items() if heading not in ("The question", "Sources you may cite")
+    )
+    bullets = list(dict.fromkeys(b for b in map(linked_bullet, material.splitlines()) if b))
+    wanted = Wanted(_YEAR.sub(" ", asked_in(question)))
+    picked = [b for b in key_points(question, bullets) if covers(wanted, _LINK.sub(r"\1", b))]
+    if not question or not picked or not answered(question, picked):
+        return f"{marker}\nWhat I was given does not say: {clip(question, 300)}"
+    said = "资料中与此相关的内容：" if is_cjk(question) else "What the findings say on this:"
+    return "\n".join([said, "", *(f"- {point}" for point in picked)])

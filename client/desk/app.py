@@ -102,11 +102,15 @@ def create_app(
     temporal_ui: str | None = None,
     hosts: AllowedHosts | None = None,
     resource_dirs: Sequence[Path] = (),
+    demo: str | None = None,
 ) -> Starlette:
     """``hosts``: the names it answers to (loopback by default);
-    ``resource_dirs``: the only folders a run's local documents come from."""
+    ``resource_dirs``: the only folders a run's local documents come from;
+    ``demo``: the note the page shows when its runs go to the demo's
+    scripted model (`ui --demo`)."""
     desk = Desk(conn, token, temporal_ui)
     desk.resource_dirs = list(resource_dirs)
+    desk.demo = demo
     routes = [
         Route("/", desk.page),
         # A run id may hold "/" (sent as %2F, which the server decodes): ids match as
@@ -136,6 +140,7 @@ class Desk:
         self.conn = conn
         self.token = token
         self.temporal_ui = temporal_ui
+        self.demo: str | None = None  # `ui --demo`: the page says the model is scripted
         self.resource_dirs: list[Path] = []
         self._client: Client | None = None
         self._lock = asyncio.Lock()
@@ -170,7 +175,12 @@ class Desk:
 
     async def _health(self) -> dict:
         await self.client()
-        return {"temporal": self.conn.address, "namespace": self.conn.namespace, "temporal_ui": self.temporal_ui}
+        return {
+            "temporal": self.conn.address,
+            "namespace": self.conn.namespace,
+            "temporal_ui": self.temporal_ui,
+            "demo": self.demo,
+        }
 
     async def list_runs(self, request: Request) -> Response:
         phase = request.query_params.get("phase") or ""

@@ -47,13 +47,24 @@ def parse_task(text: str, folder: Path) -> EvalTask:
         ResearchInput(question=task.question, **options)
     except ValidationError as err:
         raise ValueError(f"options: {_problems(err)}") from None
-    resources = []
-    for resource in task.resources:
+    return task.model_copy(update={"resources": [inside(resource, folder) for resource in task.resources]})
+
+
+def inside(resource: str, folder: Path) -> str:
+    """A task's resource as an absolute path inside ``folder`` (the task file's,
+    resolved): ValueError for one that is absent or leads outside it, by an
+    absolute path, ``..`` or a symbolic link. A folder inside is fine: the
+    indexer reads a link in it only when it points inside it too."""
+    shown = repr(resource[:200])
+    try:
         path = (folder / resource).resolve()
-        if not path.exists():
-            raise ValueError(f"resource {resource!r} not found (looked in {folder})")
-        resources.append(str(path))
-    return task.model_copy(update={"resources": resources})
+    except (OSError, RuntimeError, ValueError):  # a link loop, a NUL
+        raise ValueError(f"resource {shown} cannot be read") from None
+    if path != folder and not path.is_relative_to(folder):
+        raise ValueError(f"resource {shown} leads outside the task file's folder {folder} (to {path}): not read")
+    if not path.exists():
+        raise ValueError(f"resource {shown} not found (looked in {folder})")
+    return str(path)
 
 
 def load_tasks(path: Path, only: list[str] | None = None) -> list[EvalTask]:

@@ -318,6 +318,8 @@ document.addEventListener("DOMContentLoaded", async () => {
   try {
     const health = await api("/health");
     $("server").textContent = `Temporal at ${health.temporal} (${health.namespace})`;
+    $("demo").hidden = !health.demo;
+    $("demo").textContent = health.demo || "";
   } catch (err) {
     notice(err.message);
   }
