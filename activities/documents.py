@@ -76,9 +76,10 @@ def _html(body: bytes, charset: str | None, url: str) -> tuple[str, str]:
 
 
 def _plain(body: bytes, charset: str | None, url: str) -> tuple[str, str]:
-    """Title (the first line, if short) and text of a text/plain page."""
+    """Title (the first line, if short, without a markdown heading's marks)
+    and text of a text/plain page."""
     text = _decode(body, charset)
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    first = next((line.strip() for line in text.split("\n") if line.strip()), "").lstrip("#").strip()
     return (first if len(first) <= 120 else ""), text
 
 

@@ -85,6 +85,8 @@ async def test_plain_text(pages, crawler, blobs):
     result = await crawl(crawler, pages.url("/notes.txt"))
     assert result.content.startswith("# Field notes\n")
     assert FACT in (await blobs.get(result.blob))
+    pages.add("/notes.md", "## Field notes\n\n" + FACT, content_type="text/plain")  # markdown served as text
+    assert (await crawl(crawler, pages.url("/notes.md"))).sources[0].title == "Field notes"
 
 
 async def test_short_page_falls_back_to_text(pages, crawler, blobs):
