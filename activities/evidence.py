@@ -36,6 +36,7 @@ from workflows.models import Citation
 
 PASSAGE_TOKENS = 220  # a passage of evidence, before its link
 MAX_PAGE_CHARS = 2_000_000  # of one page's text looked at
+MAX_AGENT_PAGES = 12  # pages an agent read itself that its findings are traced to (its last ones)
 LOCAL_TITLE = "Local documents"
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
@@ -269,7 +270,7 @@ class EvidenceActivities:
         pages, local, searched = list(request.pages), request.local, False
         if request.history:
             read, more, searched = conversation_reads(await self.blobs.get(request.history))
-            pages += [EvidencePage(url=u, title=t, blob=b) for u, t, b in read]
+            pages += [EvidencePage(url=u, title=t, blob=b) for u, t, b in read[-MAX_AGENT_PAGES:]]
             local = "\n\n".join(x for x in (local, more) if x)
         sources = await self._sources(pages, local)
         findings, text, count = await asyncio.to_thread(support_of, request, sources)
