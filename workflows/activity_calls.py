@@ -17,6 +17,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
+from workflows.rate_limits import ProviderWaits, model_queue
+
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.models import (
         CodeRequest,
@@ -133,8 +135,11 @@ class ActivityCalls:
         max_search_results: int,
         run_key: str,
         on_tool: Callable[[str], None] = lambda _: None,
+        on_notice: Callable[[str], None] = lambda _: None,
     ) -> None:
         self.state = state
+        # Model calls wait out the provider's rate limit, counted in the usage.
+        self.waits = ProviderWaits(lambda: self.state.usage, on_notice)
         self.max_search_results = max_search_results
         self.run_key = run_key  # names this run's local-document index
         self.on_tool = on_tool  # told "tool: argument" before each tool call
@@ -151,8 +156,13 @@ class ActivityCalls:
         if role in self.state.windows and request.context_window is None:
             request = request.model_copy(update={"context_window": self.state.windows[role]})
         try:
-            reply = await workflow.execute_activity(
-                "chat", request, result_type=ModelReply, summary=summary(where or request.role), **MODEL_CALL
+            reply = await self.waits.call(
+                "chat",
+                request,
+                result_type=ModelReply,
+                summary=summary(where or request.role),
+                options=MODEL_CALL,
+                task_queue=model_queue,
             )
         except ActivityError as err:
             if (refused := too_large(err)) and refused[2] is not None:

@@ -70,7 +70,11 @@ class DeepResearch:
         self.stream = WorkflowStream(self.state.stream)  # live progress
         self.progress = self.stream.topic(PROGRESS_TOPIC, type=ProgressEvent)
         calls = ActivityCalls(
-            self.state, r.max_search_results, workflow.info().workflow_id, lambda text: self.emit("tool_call", text)
+            self.state,
+            r.max_search_results,
+            workflow.info().workflow_id,
+            lambda text: self.emit("tool_call", text),
+            lambda text: self.emit("notice", text),
         )
         self.box = Box(r, self.state, calls, self.variables, self.emit)
         self.team = ResearchTeam(self.box)
@@ -340,6 +344,7 @@ class DeepResearch:
             outcome=self.outcome,
             note=self.note,
             warnings=list(self.state.warnings),
+            rate_limited_since=self.box.calls.waits.since(),
         )
 
     @workflow.signal(name="review")

@@ -129,6 +129,7 @@ class TaskRecord(TaskScore):
     searches: int = 0
     crawls: int = 0
     seconds: float = 0.0
+    rate_limited_seconds: float = 0.0  # of those, waiting on the model provider's rate limit
     error: str | None = None
 
 
