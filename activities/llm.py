@@ -22,7 +22,7 @@ from urllib.parse import quote
 import openai
 from openai import AsyncOpenAI
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from activities import context, cut_replies, overflow, reading, text_tools, tokens
 from activities.heartbeat import heartbeating
@@ -94,7 +94,10 @@ def rate_limited(message: str, err: openai.APIStatusError) -> ApplicationError:
     asked = _retry_after(err, LONGEST_ASKED)
     seconds = asked.total_seconds() if asked is not None else None
     delay = min(asked, MAX_RETRY_AFTER) if asked is not None else None
-    return ApplicationError(message, seconds, type=RATE_LIMITED, next_retry_delay=delay)
+    # Benign: logged at DEBUG, not as a failure (the workflow says it waits, at most once a minute).
+    return ApplicationError(
+        message, seconds, type=RATE_LIMITED, next_retry_delay=delay, category=ApplicationErrorCategory.BENIGN
+    )
 
 
 def _out_of_quota(err: openai.APIStatusError) -> bool:

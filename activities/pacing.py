@@ -23,6 +23,7 @@ already on its way when the 429 came.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import threading
 import time
@@ -36,6 +37,8 @@ from temporalio.worker import (
     SlotReserveContext,
 )
 
+log = logging.getLogger(__name__)
+SAY_EVERY = 60.0  # seconds between two log lines about the provider's limit
 LONGEST_PAUSE = 60.0  # seconds; a longer Retry-After is the workflow's to wait (workflows/rate_limits.py)
 UNSAID_PAUSE = 1.0  # seconds, after a 429 that did not say how long
 
@@ -52,6 +55,7 @@ class Pacer:
         self.paused_until = 0.0
         self.limited_count = 0  # 429s seen
         self.served_count = 0
+        self._said = -math.inf
         self._clock = clock
         self._lock = threading.Lock()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
@@ -69,6 +73,18 @@ class Pacer:
             if now >= self.paused_until:  # a new pause, not another 429 of the last one
                 self.limit = max(1.0, self.limit / 2)
             self.paused_until = max(self.paused_until, now + pause)
+            say = now - self._said >= SAY_EVERY
+            if say:
+                self._said = now
+            counts = (self.limited_count, self.served_count, math.floor(self.limit))
+        if say:
+            log.info(
+                "the model provider rate-limits the account (%d refused, %d served by this worker so far): "
+                "model calls pause %.1f s, then at most %d at once, more as calls are served",
+                *counts[:2],
+                pause,
+                counts[2],
+            )
 
     def served(self) -> None:
         """The provider answered: one more call at once per limit's worth."""
