@@ -15,7 +15,7 @@ from temporalio.client import WorkflowFailureError
 from testkit.faults import Override, RawLLM, attempts_of_first, closed_port, cut_off_response
 from testkit.llm_server import Reply, tool_messages
 from testkit.research_script import EXPECTED_SUM, FACT
-from testkit.runs import start
+from testkit.runs import keep_history, start
 from workflows.models import RunStatus
 
 QUESTION = "Tell me about Lantern Rock"
@@ -89,7 +89,9 @@ async def test_runs_complete_while_30_percent_of_model_calls_fail(temporal_clien
 async def test_retry_after_is_honoured(temporal_client, task_queue, worker, llm):
     # A greeting: the run is one coordinator call, so timing is all the wait's.
     llm.fail_next(1, 429, retry_after=3)
-    result = await (await start(temporal_client, task_queue, "Hello there!")).result()
+    handle = await start(temporal_client, task_queue, "Hello there!")
+    result = await handle.result()
+    await keep_history(handle, "rate_limit_waited")
     assert result.status == "answered_directly"
     first, again = llm.calls("coordinator")
     assert (first["_status"], again["_status"]) == (429, 200)

@@ -4,7 +4,7 @@ A change to workflow logic that would break running workflows fails here.
 Re-record (after a deliberate, versioned change) with:
     RECORD_HISTORIES=1 ./dr test tests/test_workflow.py tests/test_crash.py tests/test_continue_as_new.py \
         tests/test_hostile_model.py tests/test_nothing_lost.py tests/test_side_outputs.py \
-        tests/test_research_goes_on.py tests/test_eval_e2e.py
+        tests/test_research_goes_on.py tests/test_eval_e2e.py tests/test_faults.py
 (Record only new histories: a history recorded by the old code is what
 proves the new code can still replay it.)
 """
@@ -48,6 +48,7 @@ def test_there_are_histories_to_replay():
         "failing_coder_closed",
         "cancelled",  # recorded before the cancelled-phase patch
         "cancelled_phase",
+        "rate_limit_waited",  # a model call on the model queue, refused (429), waited out, called again
     } <= {p.stem for p in HISTORIES}
 
 
