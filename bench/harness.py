@@ -169,12 +169,14 @@ class BenchEnv:
         max_concurrent_activities: int = 300,
         module: str = "bench.worker_proc",
         checkout: Path = REPO,
+        extra_env: dict[str, str] | None = None,
     ):
         """``python -m bench.worker_proc`` in its own process; yields its pid.
         (``module``: another entry point with the same protocol, for
         experiments; ``checkout``: another checkout's code, e.g. a baseline
-        commit's git worktree: its packages come first on the path.)"""
-        env = self.env(task_queue) | {"BENCH_MAX_ACTIVITIES": str(max_concurrent_activities)}
+        commit's git worktree: its packages come first on the path;
+        ``extra_env``: more of the worker's environment.)"""
+        env = self.env(task_queue) | {"BENCH_MAX_ACTIVITIES": str(max_concurrent_activities)} | (extra_env or {})
         log = open(self.root / f"worker-{task_queue}.log", "wb")
         proc = subprocess.Popen(
             [sys.executable, "-m", module],
