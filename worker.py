@@ -109,7 +109,7 @@ class Workers:
         await asyncio.gather(*(one.shutdown() for one in self.workers))
 
 
-MODEL_POLLERS = 2  # few: a poll that waits holds a slot the pacer may want to withhold
+MODEL_POLLERS = 5  # the SDK's default; the pacer's slots bound the polls that wait
 
 
 def model_worker(

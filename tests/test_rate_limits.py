@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
+import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from client.runs import start_research
 from infra.connection import Connection
@@ -30,6 +32,7 @@ from testkit.worker_process import WorkerProcess
 from workflows.models import ResearchInput, ResearchResult, RunStatus
 
 QUESTION = "Tell me about Lantern Rock"
+CLI = Path(sys.executable).parent / "deepresearch"
 
 
 def short_runs(script) -> None:
@@ -91,9 +94,9 @@ async def test_20_runs_at_5_requests_a_second_see_few_rate_limits(
     assert sum(r.usage.rate_limited for r in results) == limited
 
 
-async def test_a_waiting_run_says_so_in_its_status(temporal_client, task_queue, worker, llm, script):
-    """While a model call waits on the provider's limit, ``status`` says
-    since when; once it is served, it no longer does."""
+async def test_a_waiting_run_says_so_in_its_status(temporal_client, task_queue, worker, worker_env, llm, script):
+    """While a model call waits on the provider's limit, the status query and
+    `deepresearch status` say since when."""
     llm.fail_next(1, 429, retry_after=30)
     handle = await start(temporal_client, task_queue, "Hello there!")
     async with asyncio.timeout(30):
@@ -102,7 +105,34 @@ async def test_a_waiting_run_says_so_in_its_status(temporal_client, task_queue, 
     assert status.phase == "coordinating" and status.usage.rate_limited == 1
     described = await handle.describe()
     assert datetime.fromisoformat(status.rate_limited_since) >= described.start_time.replace(microsecond=0)
+    proc = await asyncio.create_subprocess_exec(
+        str(CLI), "status", handle.id, env=worker_env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    assert "waiting on the model provider's rate limit since " in out.decode()
+    assert "1 wait on the provider's rate limit" in out.decode()
     await handle.terminate()
+
+
+async def test_a_wait_the_runs_deadline_cuts_short_fails_it_at_once_saying_why(
+    temporal_client, task_queue, worker, llm, script
+):
+    """A run with an execution timeout does not sit out a wait that would
+    end after it: it fails at once with the provider's reason, not later
+    with a bare timeout."""
+    llm.fail_next(1, 429, retry_after=600)
+    handle = await temporal_client.start_workflow(
+        "DeepResearch",
+        ResearchInput(question="Hello there!"),
+        id=f"deadline-{uuid.uuid4().hex[:8]}",
+        task_queue=task_queue,
+        execution_timeout=timedelta(seconds=60),
+    )
+    with pytest.raises(WorkflowFailureError) as failed:
+        async with asyncio.timeout(45):
+            await handle.result()
+    assert "rate limited by the model provider (HTTP 429)" in str(failed.value.cause)
 
 
 def _model_workers(history) -> set[str]:
