@@ -22,20 +22,19 @@ from urllib.parse import quote
 import openai
 from openai import AsyncOpenAI
 from temporalio import activity
-from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
+from temporalio.exceptions import ApplicationError
 
 from activities import context, cut_replies, overflow, reading, text_tools, tokens
 from activities.heartbeat import heartbeating
 from activities.llm_stream import BrokenStream, Completion, Looping, Silence, stream_completion
 from activities.off_loop import off_loop
-from activities.pacing import Pacer
-from activities.retry_after import asked_delay
+from activities.pacing import Pacer, paced
+from activities.rate_limited import rate_limit_error, retry_after
 from infra.blobs import BlobStore
 from infra.settings import Settings
 from workflows.clean import clean_text
 from workflows.model_output import read_plan, read_podcast_script, repair_arguments, strip_think
 from workflows.models import READER_TOOLS, Message, ModelReply, ModelRequest, ToolCall
-from workflows.rate_limits import RATE_LIMITED
 
 
 @cache
@@ -64,45 +63,12 @@ def _tool_schemas() -> dict[str, dict]:
     return {tool["name"]: {"type": "function", "function": tool} for tool in json.loads(text)}
 
 
-MAX_RETRY_AFTER = timedelta(seconds=120)
 OVERFLOW_RETRIES = 3  # refits after the provider says the request exceeds its window
 # A call that times out, loops or meets a provider's implausible "too long"
 # is tried at most this often (other failures: the activity's retry policy).
 BOUNDED_ATTEMPTS = 3
 TIMEOUT_BACKOFF = timedelta(seconds=10)  # times the attempt: a busy server finishes what it was writing
 _REJECTED_PARAMETER = re.compile(r"unsupported|not supported|unrecognized|unknown|not permitted|instead|extra")
-
-
-# What a rate limit's details may ask the workflow to wait (it waits in
-# turns, workflows/rate_limits.py); MAX_RETRY_AFTER bounds the activity's own
-# retry delay (runs recorded before the workflow waited).
-LONGEST_ASKED = timedelta(days=1)
-OVERLOADED = (503, 529)  # with Retry-After: the provider's "come back later", waited out like a 429
-
-
-def _retry_after(err: openai.APIStatusError, cap: timedelta = MAX_RETRY_AFTER) -> timedelta | None:
-    headers = err.response.headers if err.response is not None else {}
-    return asked_delay(headers, cap)
-
-
-def rate_limited(message: str, err: openai.APIStatusError) -> ApplicationError:
-    """A provider's rate limit (429, or 503/529 with Retry-After) as
-    ``ModelRateLimited``: its details hold the seconds the provider asked
-    for (None: it did not say). The workflow waits them out and calls again
-    (workflows/rate_limits.py); a run recorded before that retries the
-    activity after ``next_retry_delay``."""
-    asked = _retry_after(err, LONGEST_ASKED)
-    seconds = asked.total_seconds() if asked is not None else None
-    delay = min(asked, MAX_RETRY_AFTER) if asked is not None else None
-    # Benign: logged at DEBUG, not as a failure (the workflow says it waits, at most once a minute).
-    return ApplicationError(
-        message, seconds, type=RATE_LIMITED, next_retry_delay=delay, category=ApplicationErrorCategory.BENIGN
-    )
-
-
-def _out_of_quota(err: openai.APIStatusError) -> bool:
-    """OpenAI's 429 for an account without credit: no wait ends it."""
-    return "insufficient_quota" in (getattr(err, "code", None), getattr(err, "type", None))
 
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
@@ -139,23 +105,14 @@ def classify(
         return ApplicationError(
             f"the {service} refused access (HTTP 403): {said}", type="ModelAuthError", non_retryable=True
         )
-    if isinstance(err, openai.RateLimitError):
-        if _out_of_quota(err):
-            return ApplicationError(
-                f"the {service} says the account has no quota left (HTTP 429): {said}; "
-                "check the plan and billing of the account whose key OPENAI_API_KEY holds",
-                type="ModelQuotaExhausted",
-                non_retryable=True,
-            )
-        return rate_limited(f"rate limited by the {service} (HTTP 429): {said}", err)
+    if (limited := rate_limit_error(err, service, said)) is not None:  # 429, or overloaded and says when
+        return limited
     if isinstance(err, openai.APIStatusError):
-        if err.status_code in OVERLOADED and _retry_after(err) is not None:
-            return rate_limited(f"the {service} is overloaded (HTTP {err.status_code}): {said}", err)
         if err.status_code in (408, 409) or err.status_code >= 500:
             return ApplicationError(
                 f"{service} error (HTTP {err.status_code}): {said}",
                 type="ModelUnavailable",
-                next_retry_delay=_retry_after(err),
+                next_retry_delay=retry_after(err),
             )
         return ApplicationError(
             f"the {service} rejected the request (HTTP {err.status_code}): {said}",
@@ -386,22 +343,6 @@ class ModelActivities:
         activity.logger.warning("the model's reply looped again: kept what it wrote before the loop")
         return err.completion
 
-    async def _paced(
-        self, request: ModelRequest, headers: dict[str, str]
-    ) -> tuple[Completion, list[Message], int | None]:
-        """``_complete`` once this worker's pause after a 429 is over,
-        telling the pacer how the provider answered."""
-        async with heartbeating():
-            await self.pacer.clear()
-        try:
-            done = await self._complete(request, headers)
-        except ApplicationError as err:
-            if err.type == RATE_LIMITED:
-                self.pacer.limited(err.details[0] if err.details else None)
-            raise
-        self.pacer.served()
-        return done
-
     @activity.defn(name="chat")
     async def chat(self, request: ModelRequest) -> ModelReply:
         headers = {}
@@ -409,7 +350,7 @@ class ModelActivities:
             # Lets the provider (and our tests) tie a request to its activity.
             info = activity.info()
             headers = {"X-Client-Request-Id": header_value(f"{info.workflow_id}/{info.activity_id}")}
-        completion, conversation, learned = await self._paced(request, headers)
+        completion, conversation, learned = await paced(self.pacer, lambda: self._complete(request, headers))
         if not completion.choices:
             raise ApplicationError("the model returned no choices", type="ModelUnavailable")
         content = strip_think(clean_text(completion.content))

@@ -27,8 +27,10 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
+from temporalio.exceptions import ApplicationError
 from temporalio.worker import (
     CustomSlotSupplier,
     SlotMarkUsedContext,
@@ -36,6 +38,9 @@ from temporalio.worker import (
     SlotReleaseContext,
     SlotReserveContext,
 )
+
+from activities.heartbeat import heartbeating
+from workflows.rate_limits import RATE_LIMITED
 
 log = logging.getLogger(__name__)
 SAY_EVERY = 60.0  # seconds between two log lines about the provider's limit
@@ -143,6 +148,24 @@ class Pacer:
         for loop, event in waiters:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(event.set)
+
+
+T = TypeVar("T")
+
+
+async def paced(pacer: Pacer, call: Callable[[], Awaitable[T]]) -> T:
+    """``call()`` (one model request) once the pacer's pause is over, telling
+    the pacer how the provider answered."""
+    async with heartbeating():
+        await pacer.clear()
+    try:
+        done = await call()
+    except ApplicationError as err:
+        if err.type == RATE_LIMITED:
+            pacer.limited(err.details[0] if err.details else None)
+        raise
+    pacer.served()
+    return done
 
 
 class PacedSlots(CustomSlotSupplier):

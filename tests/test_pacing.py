@@ -14,8 +14,9 @@ import pytest
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, ApplicationErrorCategory, RetryState
 
-from activities.llm import MAX_RETRY_AFTER, classify
+from activities.llm import classify
 from activities.pacing import LONGEST_PAUSE, Pacer
+from activities.rate_limited import MAX_RETRY_AFTER
 from activities.retry_after import asked_delay
 from client.devserver import ONE_PARTITION, DevServer
 from client.wording import usage_text, waiting_text

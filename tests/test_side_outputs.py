@@ -228,6 +228,7 @@ async def test_status_and_watch_follow_a_podcast_line_by_line(finished_run, work
         "done": total,
         "total": total,
         "error": None,
+        "rate_limited_since": None,  # no call waits on a provider's rate limit
     }
 
 
