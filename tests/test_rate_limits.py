@@ -55,8 +55,8 @@ async def test_30_runs_on_a_1_request_a_second_account_all_complete(
     temporal_client, task_queue, research_worker, llm, script
 ):
     """Nothing configured (no DEEPRESEARCH_MODEL_RPS): every run still
-    completes, each refused request is one wait in its run's usage, and
-    waits cost no tokens."""
+    completes, each refused request is one wait in its run's usage, waits
+    cost no tokens, and the worker backs off."""
     llm.account = AccountLimit(rate=1.0)
     async with research_worker():
         handles = [await start(temporal_client, task_queue, "Hello there!") for _ in range(30)]
@@ -67,6 +67,10 @@ async def test_30_runs_on_a_1_request_a_second_account_all_complete(
     assert limited > 0, "the provider never refused a request: the test proved nothing"
     assert served == 30 == sum(r.usage.llm_calls for r in results)  # one served call per run, none repeated
     assert sum(r.usage.rate_limited for r in results) == limited
+    # The worker backs off on 429s (activities/pacing.py): without it, each
+    # waiting run came back on its own and the provider refused ten requests
+    # for each one it served.
+    assert limited <= 4 * served, f"{limited} 429s for {served} served requests"
     waited = [r for r in results if r.usage.rate_limited]
     assert all(r.usage.rate_limited_seconds > 0 for r in waited)
     # Tokens are what the served requests counted (the scripted server's
