@@ -8,6 +8,7 @@ Configuration comes from the environment (see README, "Configuration").
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -15,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Interceptor, Worker
+from temporalio.worker import FixedSizeSlotSupplier, Interceptor, PollerBehaviorSimpleMaximum, Worker, WorkerTuner
 
 from activities.crawl import CrawlActivities
 from activities.deck import DeckActivities
@@ -27,6 +28,7 @@ from activities.local_docs.activities import LocalDocsActivities
 from activities.local_docs.sharing import SharedIndexes
 from activities.mcp.activities import McpActivities
 from activities.mcp.config import load_mcp_config
+from activities.pacing import PacedSlots, Pacer
 from activities.recheck import RecheckActivities
 from activities.sandbox import make_sandbox
 from activities.sandbox.activities import SandboxActivities
@@ -50,6 +52,7 @@ from workflows.follow_up import FollowUp
 from workflows.models import build_schemas
 from workflows.podcast import Podcast
 from workflows.prose import Prose
+from workflows.rate_limits import model_queue
 from workflows.slides import Slides
 
 
@@ -77,6 +80,72 @@ class Held:
                 await http_client.close()
 
 
+class Workers:
+    """The research worker and its model worker (``<task queue>-model``),
+    run together: ``async with``, ``run()``, ``shutdown()``."""
+
+    def __init__(self, *workers: Worker) -> None:
+        self.workers = workers
+        self._stack: contextlib.AsyncExitStack | None = None
+
+    async def __aenter__(self) -> Workers:
+        stack = contextlib.AsyncExitStack()
+        try:
+            for one in self.workers:
+                await stack.enter_async_context(one)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        stack, self._stack = self._stack, None
+        if stack:
+            await stack.__aexit__(*exc)
+
+    async def run(self) -> None:
+        await asyncio.gather(*(one.run() for one in self.workers))
+
+    async def shutdown(self) -> None:
+        await asyncio.gather(*(one.shutdown() for one in self.workers))
+
+
+MODEL_POLLERS = 5  # the SDK's default; the pacer's slots bound the polls that wait
+
+
+def model_worker(
+    client: Client,
+    settings: Settings,
+    task_queue: str,
+    model: ModelActivities,
+    most: int,
+    graceful_shutdown: timedelta,
+    interceptors: Sequence[Interceptor],
+) -> Worker:
+    """The worker of the model calls (``workflows/rate_limits.py``): on a task
+    queue of their own, paced by the server to ``DEEPRESEARCH_MODEL_RPS``
+    across every worker of the deployment, and by this worker's pacer
+    (``activities/pacing.py``) when the provider answers 429."""
+    fixed = FixedSizeSlotSupplier(1)  # no workflows, local activities or Nexus here
+    tuner = WorkerTuner.create_composite(
+        workflow_supplier=fixed,
+        activity_supplier=PacedSlots(model.pacer),
+        local_activity_supplier=fixed,
+        nexus_supplier=fixed,
+    )
+    return Worker(
+        client,
+        task_queue=model_queue(task_queue),
+        activities=[model.chat],
+        tuner=tuner,
+        activity_task_poller_behavior=PollerBehaviorSimpleMaximum(MODEL_POLLERS),
+        max_task_queue_activities_per_second=settings.model_rps,
+        graceful_shutdown_timeout=graceful_shutdown,
+        interceptors=interceptors,
+    )
+
+
 def build_worker(
     client: Client,
     settings: Settings,
@@ -87,19 +156,22 @@ def build_worker(
     max_activities_per_second: float | None = None,
     graceful_shutdown_seconds: float = 0,
     interceptors: Sequence[Interceptor] = (),
-) -> tuple[Worker, Held]:
-    """A worker with every activity, and what it holds open (the sandbox and
+) -> tuple[Workers, Held]:
+    """The workers with every activity (the model calls on their own task
+    queue, ``<task queue>-model``), and what they hold open (the sandbox and
     HTTP clients): the caller closes that with ``close_all()``.
 
     ``max_concurrent_activities`` bounds the activities this worker runs at
-    once; ``max_activities_per_second`` is the task queue's rate limit, shared
-    by every worker on the queue (the server enforces it; the value the
-    workers last set wins). Interceptors of the client (e.g. tracing, see
-    infra/tracing.py) apply already; ``interceptors`` adds more."""
+    once (and its model calls, apart); ``max_activities_per_second`` is the
+    task queue's rate limit, shared by every worker on the queue (the server
+    enforces it; the value the workers last set wins), as
+    ``settings.model_rps`` is the model queue's. Interceptors of the client
+    (e.g. tracing, see infra/tracing.py) apply already; ``interceptors`` adds
+    more."""
     build_schemas()
     blobs = blob_store(settings.data_dir)
     sandbox = make_sandbox(settings)
-    model = ModelActivities(settings, blobs)
+    model = ModelActivities(settings, blobs, Pacer(most=max_concurrent_activities))
     search = SearchActivities(settings)
     crawl = CrawlActivities(blobs, allow_private=settings.allow_private_urls, only=settings.crawl_only)
     code = SandboxActivities(sandbox, blobs)
@@ -109,12 +181,13 @@ def build_worker(
     speech = SpeechActivities(settings, blobs)
     deck = DeckActivities(blobs)
     evidence = EvidenceActivities(blobs)
+    grace = timedelta(seconds=graceful_shutdown_seconds)
     worker = Worker(
         client,
         task_queue=task_queue,
         workflows=[DeepResearch, Podcast, Slides, Prose, FollowUp, EvalSuite],
         activities=[
-            model.chat,
+            model.chat,  # runs recorded before model calls had their own queue (workflows/rate_limits.py)
             search.web_search,
             crawl.crawl,
             RecheckActivities(crawl, blobs).recheck_page,
@@ -136,10 +209,11 @@ def build_worker(
         max_cached_workflows=max_cached_workflows,
         max_concurrent_activities=max_concurrent_activities,
         max_task_queue_activities_per_second=max_activities_per_second,
-        graceful_shutdown_timeout=timedelta(seconds=graceful_shutdown_seconds),
+        graceful_shutdown_timeout=grace,
         interceptors=interceptors,
     )
-    return worker, Held(sandbox, model.client, speech.client)
+    models = model_worker(client, settings, task_queue, model, max_concurrent_activities, grace, interceptors)
+    return Workers(worker, models), Held(sandbox, model.client, speech.client)
 
 
 def worker_options(env: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -200,6 +274,11 @@ async def serve(conn: Connection, settings: Settings) -> None:
         await run_worker(conn, settings, stop=stop)
 
 
+def model_pace(settings: Settings) -> str:
+    rps = settings.model_rps
+    return f"{rps:g} a second for the deployment" if rps else "not paced: DEEPRESEARCH_MODEL_RPS unset"
+
+
 def main() -> None:
     worker_logging()  # a failed activity is one line; DEEPRESEARCH_LOG_TRACEBACKS=1 for the traceback
     try:
@@ -208,7 +287,8 @@ def main() -> None:
         if local_line:
             print(local_line, flush=True)
         print(
-            f"worker on {conn.address} (namespace {conn.namespace}), task queue {conn.task_queue}; "
+            f"worker on {conn.address} (namespace {conn.namespace}), task queue {conn.task_queue} "
+            f"(model calls: {model_queue(conn.task_queue)}, {model_pace(settings)}); "
             f"large payloads: {payload_storage(conn.data_dir)}; "
             f"blobs: {blob_store(settings.data_dir).where}; "
             f"tracing: {'on' if tracing_enabled() else 'off'}",

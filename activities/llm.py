@@ -28,7 +28,8 @@ from activities import context, cut_replies, overflow, reading, text_tools, toke
 from activities.heartbeat import heartbeating
 from activities.llm_stream import BrokenStream, Completion, Looping, Silence, stream_completion
 from activities.off_loop import off_loop
-from activities.retry_after import retry_delay
+from activities.pacing import Pacer, paced
+from activities.rate_limited import rate_limit_error, retry_after
 from infra.blobs import BlobStore
 from infra.settings import Settings
 from workflows.clean import clean_text
@@ -68,18 +69,12 @@ def _tool_schemas() -> dict[str, dict]:
     return {tool["name"]: {"type": "function", "function": tool} for tool in json.loads(text)}
 
 
-MAX_RETRY_AFTER = timedelta(seconds=120)
 OVERFLOW_RETRIES = 3  # refits after the provider says the request exceeds its window
 # A call that times out, loops or meets a provider's implausible "too long"
 # is tried at most this often (other failures: the activity's retry policy).
 BOUNDED_ATTEMPTS = 3
 TIMEOUT_BACKOFF = timedelta(seconds=10)  # times the attempt: a busy server finishes what it was writing
 _REJECTED_PARAMETER = re.compile(r"unsupported|not supported|unrecognized|unknown|not permitted|instead|extra")
-
-
-def _retry_after(err: openai.APIStatusError) -> timedelta | None:
-    headers = err.response.headers if err.response is not None else {}
-    return retry_delay(headers.get("retry-after"), MAX_RETRY_AFTER)
 
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
@@ -116,18 +111,14 @@ def classify(
         return ApplicationError(
             f"the {service} refused access (HTTP 403): {said}", type="ModelAuthError", non_retryable=True
         )
-    if isinstance(err, openai.RateLimitError):
-        return ApplicationError(
-            f"rate limited by the {service} (HTTP 429): {said}",
-            type="ModelRateLimited",
-            next_retry_delay=_retry_after(err),
-        )
+    if (limited := rate_limit_error(err, service, said)) is not None:  # 429, or overloaded and says when
+        return limited
     if isinstance(err, openai.APIStatusError):
         if err.status_code in (408, 409) or err.status_code >= 500:
             return ApplicationError(
                 f"{service} error (HTTP {err.status_code}): {said}",
                 type="ModelUnavailable",
-                next_retry_delay=_retry_after(err),
+                next_retry_delay=retry_after(err),
             )
         return ApplicationError(
             f"the {service} rejected the request (HTTP {err.status_code}): {said}",
@@ -145,9 +136,10 @@ def classify(
 
 
 class ModelActivities:
-    def __init__(self, settings: Settings, blobs: BlobStore) -> None:
+    def __init__(self, settings: Settings, blobs: BlobStore, pacer: Pacer | None = None) -> None:
         self.settings = settings
         self.blobs = blobs
+        self.pacer = pacer or Pacer(most=100)  # this worker's pace by the provider's 429s (activities/pacing.py)
         self.tools = _tool_schemas()
         # Named in errors: the URL the user set, and the variable that sets it.
         self.endpoint = f"{settings.openai_base_url or 'https://api.openai.com/v1'} (OPENAI_BASE_URL)"
@@ -370,7 +362,7 @@ class ModelActivities:
             # Lets the provider (and our tests) tie a request to its activity.
             info = activity.info()
             headers = {"X-Client-Request-Id": header_value(f"{info.workflow_id}/{info.activity_id}")}
-        completion, conversation, learned, sent = await self._complete(request, headers)
+        completion, conversation, learned, sent = await paced(self.pacer, lambda: self._complete(request, headers))
         if not completion.choices:
             raise ApplicationError("the model returned no choices", type="ModelUnavailable")
         content = strip_think(clean_text(completion.content))

@@ -3,6 +3,7 @@ retry of an activity: Temporal honours ``ApplicationError.next_retry_delay``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 
@@ -22,3 +23,18 @@ def retry_delay(value: str | None, cap: timedelta) -> timedelta | None:
     if delay != delay:  # NaN
         return None
     return min(max(delay, timedelta(0)), cap)
+
+
+def asked_delay(headers: Mapping[str, str], cap: timedelta) -> timedelta | None:
+    """What a provider asked for: ``retry-after-ms`` (OpenAI's, in
+    milliseconds) when it reads, else ``Retry-After``; between zero and
+    ``cap``, None when neither is there or reads."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            seconds = float(millis.strip()) / 1000
+        except (ValueError, OverflowError):
+            seconds = None
+        if seconds is not None and seconds == seconds:  # not NaN
+            return timedelta(seconds=min(max(seconds, 0.0), cap.total_seconds()))
+    return retry_delay(headers.get("retry-after"), cap)

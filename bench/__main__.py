@@ -1,6 +1,6 @@
 """Run the benchmarks:
 
-    python -m bench                 # all seven (about 6 minutes)
+    python -m bench                 # all eight (about 10 minutes)
     python -m bench --only 1,4      # a selection
     python -m bench --quick         # fewer repetitions
 
@@ -30,6 +30,7 @@ from bench.benchmarks import (
     bench_parallel,
     bench_tokens,
 )
+from bench.fleet import FLEET_RUNS, bench_fleet
 from bench.harness import BenchEnv
 from bench.recheck import bench_recheck
 
@@ -42,18 +43,22 @@ TITLES = {
     "5": "command-line response time",
     "6": "tokens sent per canonical run",
     "7": "keeping a topic current: an unchanged world",
+    "8": "many runs on one rate-limited provider account",
 }
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Benchmarks of the research workflow.")
-    parser.add_argument("--only", default="1,2,3,4,5,6,7", help="comma-separated benchmark numbers (default: all)")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7,8", help="comma-separated benchmark numbers (default: all)")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--runs", type=int, help="repetitions per mode for benchmarks 1 and 2")
     parser.add_argument("--cli-repeats", type=int, help="timed runs of each command in benchmark 5 (default 7)")
     parser.add_argument("--concurrent", type=int, default=50, help="runs started at once in benchmark 3")
     parser.add_argument(
         "--baseline", default=TOKENS_BASELINE, help=f"commit benchmark 6 compares with (default {TOKENS_BASELINE})"
+    )
+    parser.add_argument(
+        "--fleet-runs", type=int, default=FLEET_RUNS, help=f"runs started at once in benchmark 8 (default {FLEET_RUNS})"
     )
     parser.add_argument("--output", type=Path, default=RESULTS / "latest.json", help="JSON file to write")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (server db, logs, blobs)")
@@ -94,6 +99,8 @@ async def run(args: argparse.Namespace) -> dict:
                 out = await bench_tokens(env, args.baseline)
             elif number == "7":
                 out = await bench_recheck(env)
+            elif number == "8":
+                out = await bench_fleet(env, args.fleet_runs)
             else:
                 out = await bench_history(env)
             out["seconds"] = round(time.perf_counter() - begin, 1)

@@ -174,7 +174,8 @@ class BenchEnv:
         """``python -m bench.worker_proc`` in its own process; yields its pid.
         (``module``: another entry point with the same protocol, for
         experiments; ``checkout``: another checkout's code, e.g. a baseline
-        commit's git worktree: its packages come first on the path.)"""
+        commit's git worktree: its packages come first on the path;
+        ``extra_env``: more of the worker's environment.)"""
         env = self.env(task_queue) | {"BENCH_MAX_ACTIVITIES": str(max_concurrent_activities)} | (extra_env or {})
         log = open(self.root / f"worker-{task_queue}.log", "wb")
         proc = subprocess.Popen(

@@ -45,6 +45,15 @@ QUEUE_READ_RATE = {
 # Nothing leaves the machine: by default the server checks for new Temporal
 # releases at version-info.temporal.io (the UI's news fetch is off too).
 QUIET = {"frontend.enableServerVersionCheck": "false"}
+# Task queues of one partition. The server splits a task queue's rate limit
+# (DEEPRESEARCH_MODEL_RPS on the model calls' queue, workflows/rate_limits.py)
+# evenly among its partitions, four by default: with few calls queued at a
+# time the model calls went at about half the rate set, in bursts (see
+# docs/deploy.md). A single-node server gains nothing from more partitions.
+# Only for databases made with it (ONE_PARTITION_MARK beside the file): a
+# task left in a partition the server no longer reads would never run.
+ONE_PARTITION = {"matching.numTaskqueueReadPartitions": 1, "matching.numTaskqueueWritePartitions": 1}
+ONE_PARTITION_MARK = ".one-partition"
 
 
 # python -I -S -c DIE_WITH_PARENT <parent pid> <command…>: asks the kernel for
@@ -141,7 +150,8 @@ class DevServer:
             "--sqlite-pragma",
             "synchronous=normal",
         ]
-        for key, value in (QUEUE_READ_RATE | QUIET).items():
+        settings = QUEUE_READ_RATE | QUIET | (ONE_PARTITION if self.one_partition() else {})
+        for key, value in settings.items():
             cmd += ["--dynamic-config-value", f"{key}={value}"]
         if self.ui_port:
             cmd += ["--ui-port", str(self.ui_port), "--ui-disable-news-fetch"]
@@ -151,8 +161,24 @@ class DevServer:
             cmd += ["--search-attribute", f"{name}={kind}"]
         return cmd + self.extra_args
 
-    def start(self, timeout: float = 60.0) -> DevServer:
+    @property
+    def partition_mark(self) -> Path:
+        return self.db_file.with_name(self.db_file.name + ONE_PARTITION_MARK)
+
+    def one_partition(self) -> bool:
+        """Whether this database's task queues have one partition: a new
+        database does (``start`` marks it so), one made before does not."""
+        return self.partition_mark.exists() or not self.db_file.exists()
+
+    def mark_new_database(self) -> None:
+        """Before the server makes a new database: mark it as one whose task
+        queues have one partition."""
         self.db_file.parent.mkdir(parents=True, exist_ok=True)
+        if not self.db_file.exists():
+            self.partition_mark.touch()
+
+    def start(self, timeout: float = 60.0) -> DevServer:
+        self.mark_new_database()
         log = open(self.log_file, "ab") if self.log_file else subprocess.DEVNULL
         self.process = subprocess.Popen(
             dying_with_parent(self.command()),

@@ -16,7 +16,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from client.wording import usage_text
+from client.wording import usage_text, waiting_text
 
 if TYPE_CHECKING:  # a status may also come as quick.Fields: `status` need not load the models
     from workflows.models import Plan, ProgressEvent, RunStatus
@@ -88,6 +88,8 @@ def render_status(status: RunStatus, workflow_id: str | None = None, elapsed: fl
         parts.append(Text(f"error: {status.error}", style="red"))
     for warning in status.warnings:
         parts.append(Text(f"warning: {warning}", style="bold yellow"))
+    if waiting := waiting_text(getattr(status, "rate_limited_since", None)):
+        parts.append(Text(waiting, style="yellow"))
     parts.append(Text(f"usage: {usage_text(status.usage)}", style="dim"))
     return Group(*parts)
 
@@ -110,6 +112,9 @@ def status_changes(old: RunStatus | None, new: RunStatus) -> list[str]:
         lines.append(f"question: {new.pending_question}")
     if new.error and (old is None or old.error != new.error):
         lines.append(f"error: {new.error}")
+    waits = getattr(new, "rate_limited_since", None)
+    if waits and (old is None or not getattr(old, "rate_limited_since", None)):
+        lines.append(waiting_text(waits) or "waiting on the model provider's rate limit")
     return lines
 
 

@@ -14,6 +14,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from client.errors import CliError
 from client.ids import file_stem
+from client.wording import waiting_text
 from infra.blobs import BlobNotFound, blob_store
 from infra.connection import Connection
 from infra.errors import cli_name
@@ -36,6 +37,8 @@ def status_lines(status: SideStatus, workflow_id: str, state: str) -> list[str]:
         lines.append(f"line {status.done} of {status.total} spoken")
     if status.error:
         lines.append(f"error: {status.error}")
+    if waiting := waiting_text(status.rate_limited_since):
+        lines.append(waiting)
     if state == "running":
         lines.append(f"follow it with `{cli_name()} watch {workflow_id}`")
     elif state == "completed":

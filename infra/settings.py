@@ -90,7 +90,24 @@ def _model_call_settings(env: Mapping[str, str]) -> dict:
         max_output_tokens=bounds,
         model_idle_timeout=_seconds(env, "DEEPRESEARCH_MODEL_IDLE_TIMEOUT", 120.0),
         model_stream=stream,
+        model_rps=_rate(env, "DEEPRESEARCH_MODEL_RPS"),
     )
+
+
+def _rate(env: Mapping[str, str], name: str) -> float | None:
+    """Requests a second (``0.5``: one every two seconds); None when unset."""
+    value = (env.get(name) or "").strip()
+    if not value:
+        return None
+    try:
+        rate = float(value)
+    except ValueError:
+        rate = -1.0
+    if not 0.001 <= rate <= 100_000:
+        raise ConfigError(
+            f"{name} must be a number of requests a second (e.g. 5, or 0.5 for one every two seconds), got {value!r}"
+        )
+    return rate
 
 
 def _tokens(env: Mapping[str, str], name: str) -> int | None:
@@ -186,6 +203,9 @@ class Settings:
     max_output_tokens: dict[str, int] = field(default_factory=dict)  # by role; see MAX_OUTPUT_TOKENS
     model_idle_timeout: float = 120.0  # seconds without a token before a streamed call gives up
     model_stream: bool = True  # stream completions (DEEPRESEARCH_MODEL_STREAM=off: one JSON body)
+    # Model requests a second for the whole deployment (every worker), paced by
+    # Temporal on the model task queue (worker.py); None: not paced.
+    model_rps: float | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

@@ -8,7 +8,8 @@ response in the mimicked service's format).
 A GET endpoint (a search API taking a query string) sets ``methods = ("GET",)``:
 its ``body`` is then the query string as a dict (first value of each name).
 A service that checks its key elsewhere than ``Authorization: Bearer``
-overrides ``_authorised``.
+overrides ``_authorised``. ``account`` (an ``AccountLimit``) answers 429
+beyond a provider account's request rate.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
+
+from testkit.account_limit import AccountLimit
 
 
 @dataclass
@@ -58,6 +61,8 @@ class ScriptedServer:
         self._fail_statuses: tuple[int, ...] = ()
         self._rng = random.Random(0)
         self._httpd: ThreadingHTTPServer | None = None
+        # A provider account's request limit (testkit/account_limit.py): 429 beyond it.
+        self.account: AccountLimit | None = None
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -134,6 +139,10 @@ class ScriptedServer:
         record = {**self._record(body), "_status": None}  # set once answered
         with self._lock:
             self.requests.append(record)
+        if self.account is not None and self._authorised(headers) and (wait := self.account.take()) is not None:
+            message = f"Rate limit reached: {self.account.rate:g} requests a second. Please try again later."
+            record["_status"] = 429
+            return self._error(429, message, AccountLimit.headers(wait))  # at once, as providers do
         time.sleep(self.latency)
         if not self._authorised(headers):
             response = self._error(401, "invalid API key", {})

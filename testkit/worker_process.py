@@ -29,6 +29,8 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
+from workflows.rate_limits import model_queue
+
 PROJECT = Path(__file__).resolve().parents[1]
 
 
@@ -92,18 +94,21 @@ class WorkerProcess:
             return
         queue = self.env.get("DEEPRESEARCH_TASK_QUEUE", "deep-research")
         namespace = self.env.get("TEMPORAL_NAMESPACE", "default")
+        polled = (
+            (queue, TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW),
+            (queue, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY),
+            (model_queue(queue), TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY),  # the model calls' own
+        )
         while True:
             self._check_running()
             seen = set()
-            for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
+            for name, kind in polled:
                 described = await client.workflow_service.describe_task_queue(
-                    DescribeTaskQueueRequest(
-                        namespace=namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind
-                    )
+                    DescribeTaskQueueRequest(namespace=namespace, task_queue=TaskQueue(name=name), task_queue_type=kind)
                 )
                 if any(p.identity == self.identity for p in described.pollers):
-                    seen.add(kind)
-            if len(seen) == 2:
+                    seen.add((name, kind))
+            if len(seen) == len(polled):
                 return
             if time.monotonic() > deadline:
                 raise WorkerProcessError(f"the worker never polled {queue}; see {self.log_file}")

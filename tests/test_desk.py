@@ -212,6 +212,18 @@ async def test_a_failed_run_shows_what_it_found_before_it_failed(page, desk, wor
     await playwright_api.expect(page.get_by_test_id("ask-input")).to_be_hidden()
 
 
+async def test_a_run_waiting_on_the_providers_rate_limit_says_so(page, desk, worker, script, llm):
+    """The coordinator's first call is refused (429, Retry-After: 8): the page
+    says the run waits on the provider's limit, then, once served, no longer."""
+    llm.fail_next(1, 429, retry_after=8)
+    await start_from_page(page, desk, "Hello there!")
+    waiting = page.get_by_test_id("rate-limited")
+    await playwright_api.expect(waiting).to_contain_text("waiting on the model provider's rate limit", timeout=WAIT)
+    await phase_is(page, "completed")
+    await playwright_api.expect(waiting).to_be_hidden(timeout=WAIT)
+    await playwright_api.expect(page.locator("#usage")).to_contain_text("1 wait on the provider's rate limit")
+
+
 async def test_slides_made_on_the_page_appear_when_done_without_a_reload(page, desk, worker, script, llm, tmp_path):
     gate = Gate(script, "slides")  # holds the slides model's call until released
     llm.handler = gate

@@ -108,3 +108,13 @@ def test_compare_names_a_broken_task_record_in_one_line(tmp_path: Path, tasks: l
     with pytest.raises(CliError) as raised:
         results.compare(Console(file=open("/dev/null", "w")), tmp_path / "x.json", tmp_path / "good.json")
     assert str(raised.value) == f"{tmp_path / 'x.json'} is not an eval result (--json output): {problem}"
+
+
+def test_time_waiting_on_the_providers_rate_limit_is_reported_apart():
+    """Issue 30: each task's seconds spent waiting on the provider's rate
+    limit are in its record and summed in the totals; older result files,
+    which lack them, still load and add up."""
+    waited = [dict(record("a", 1, 1.0, 1.0, 100), rate_limited_seconds=2.5), record("b", 1, 1.0, 1.0, 100)]
+    data = results.suite_json("s", {"reporter": "m"}, waited)
+    assert [t["rate_limited_seconds"] for t in data["tasks"]] == [2.5, None]
+    assert data["totals"]["rate_limited_seconds"] == 2.5

@@ -15,7 +15,7 @@ from temporalio.client import WorkflowFailureError
 from testkit.faults import Override, RawLLM, attempts_of_first, closed_port, cut_off_response
 from testkit.llm_server import Reply, tool_messages
 from testkit.research_script import EXPECTED_SUM, FACT
-from testkit.runs import start
+from testkit.runs import keep_history, start
 from workflows.models import RunStatus
 
 QUESTION = "Tell me about Lantern Rock"
@@ -72,25 +72,33 @@ async def test_runs_complete_while_30_percent_of_model_calls_fail(temporal_clien
     for result in results:
         assert result.status == "completed"
         assert FACT in result.final_report and COMPUTED in result.final_report
-    failed = [r for r in llm.requests if r["_status"] in (429, 500)]
-    assert len(failed) > 0, "no model call failed: the test proved nothing"
+    errors = [r for r in llm.requests if r["_status"] == 500]
+    limited = [r for r in llm.requests if r["_status"] == 429]
+    assert errors and limited, "no model call failed both ways: the test proved nothing"
     assert {r["_status"] for r in llm.requests} <= {200, 429, 500}
-    # Every failed request was retried by the same activity until it succeeded.
+    # A server error is retried by the same activity until it succeeds; a rate
+    # limit ends the activity and the run waits, then calls again.
     succeeded = {r["_request_id"] for r in llm.requests if r["_status"] == 200}
-    assert {r["_request_id"] for r in failed} <= succeeded
-    # Usage counts the calls that completed, once each.
+    assert {r["_request_id"] for r in errors} <= succeeded | {r["_request_id"] for r in limited}
+    assert not {r["_request_id"] for r in limited} & succeeded
+    # Usage counts the calls that completed, once each, and every wait apart.
     assert sum(r.usage.llm_calls for r in results) == len(succeeded)
+    assert sum(r.usage.rate_limited for r in results) == len(limited)
 
 
 async def test_retry_after_is_honoured(temporal_client, task_queue, worker, llm):
-    # A greeting: the run is one coordinator call, so timing is all the retry's.
+    # A greeting: the run is one coordinator call, so timing is all the wait's.
     llm.fail_next(1, 429, retry_after=3)
-    result = await (await start(temporal_client, task_queue, "Hello there!")).result()
+    handle = await start(temporal_client, task_queue, "Hello there!")
+    result = await handle.result()
+    await keep_history(handle, "rate_limit_waited")
     assert result.status == "answered_directly"
-    first, retry = attempts_of_first(llm, "coordinator")
-    assert (first["_status"], retry["_status"]) == (429, 200)
-    waited = retry["_time"] - first["_time"]
-    assert 2.9 <= waited < 8, f"retried {waited:.2f} s after a 429 with Retry-After: 3"
+    first, again = llm.calls("coordinator")
+    assert (first["_status"], again["_status"]) == (429, 200)
+    waited = again["_time"] - first["_time"]
+    assert 2.9 <= waited < 8, f"called again {waited:.2f} s after a 429 with Retry-After: 3"
+    assert (result.usage.rate_limited, result.usage.llm_calls) == (1, 1)
+    assert result.usage.rate_limited_seconds >= 3
 
     # Control: without Retry-After the retry comes after the policy's 1 s.
     llm.requests.clear()

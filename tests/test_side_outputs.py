@@ -122,6 +122,34 @@ async def test_podcast_speaks_every_line_and_joins_them_into_one_file(
     await keep_history(temporal_client.get_workflow_handle(shown["workflow_id"]), "podcast")
 
 
+async def test_side_outputs_and_follow_ups_wait_out_rate_limits(finished_run, worker_env, speech, llm, temporal_client):
+    """The podcast's model and speech endpoints, prose and a follow-up
+    question each meet a 429: each waits what the provider asked and goes on,
+    counting the waits in its usage (issue 30)."""
+    llm.fail_next(1, 429, retry_after=1)  # the podcast's script
+    speech.fail_next(2, 429, retry_after=1)  # two of its lines
+    code, out, err = await cli(worker_env, "podcast", finished_run, "--json")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["status"] == "completed"
+    assert shown["usage"]["rate_limited"] == 3 and shown["usage"]["rate_limited_seconds"] >= 3
+    assert shown["usage"]["llm_calls"] == 1
+
+    llm.fail_next(1, 429, retry_after=1)
+    code, out, err = await cli(worker_env, "prose", "--option", "shorter", "The lighthouse stood.", "--json")
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["status"] == "completed" and shown["usage"]["rate_limited"] == 1
+
+    asked = len(llm.calls("followup"))
+    llm.fail_next(1, 429, retry_after=1)
+    code, out, err = await cli(worker_env, "ask", finished_run, "How many ships did the keeper log?", "--json")
+    assert code == 0, err
+    assert "4417" in json.loads(out)["answer"]
+    statuses = [r["_status"] for r in llm.calls("followup")[asked:]]
+    assert statuses == [429, 200]
+
+
 async def test_a_wav_speech_server_gives_a_wav_podcast(finished_run, worker_env, speech, tmp_path):
     speech.audio_format = "wav"
     code, out, err = await cli(worker_env, "podcast", finished_run)
@@ -200,6 +228,7 @@ async def test_status_and_watch_follow_a_podcast_line_by_line(finished_run, work
         "done": total,
         "total": total,
         "error": None,
+        "rate_limited_since": None,  # no call waits on a provider's rate limit
     }
 
 

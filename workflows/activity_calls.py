@@ -18,6 +18,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
+from workflows.rate_limits import ProviderWaits, model_queue
+
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.models import (
         CodeRequest,
@@ -139,10 +141,13 @@ class ActivityCalls:
         max_search_results: int,
         run_key: str,
         on_tool: Callable[[str], None] = lambda _: None,
+        on_notice: Callable[[str], None] = lambda _: None,
         evidence_tokens: int | None = None,
     ) -> None:
         self.state = state
         self.evidence_tokens = evidence_tokens  # what one page may put into a prompt
+        # Model calls wait out the provider's rate limit, counted in the usage.
+        self.waits = ProviderWaits(lambda: self.state.usage, on_notice)
         self.max_search_results = max_search_results
         self.run_key = run_key  # names this run's local-document index
         self.on_tool = on_tool  # told "tool: argument" before each tool call
@@ -161,8 +166,13 @@ class ActivityCalls:
         if request.evidence_tokens is None and self.evidence_tokens:
             request = request.model_copy(update={"evidence_tokens": self.evidence_tokens})
         try:
-            reply = await workflow.execute_activity(
-                "chat", request, result_type=ModelReply, summary=summary(where or request.role), **MODEL_CALL
+            reply = await self.waits.call(
+                "chat",
+                request,
+                result_type=ModelReply,
+                summary=summary(where or request.role),
+                options=MODEL_CALL,
+                task_queue=model_queue,
             )
         except ActivityError as err:
             if (refused := too_large(err)) and refused[2] is not None:

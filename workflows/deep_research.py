@@ -75,6 +75,7 @@ class DeepResearch:
             r.max_search_results,
             workflow.info().workflow_id,
             lambda text: self.emit("tool_call", text),
+            lambda text: self.emit("notice", text),
             evidence_tokens=r.evidence_tokens,
         )
         self.box = Box(r, self.state, calls, self.variables, self.emit)
@@ -407,6 +408,7 @@ class DeepResearch:
             note=self.note,
             warnings=list(self.state.warnings),
             sources=len(self.state.sources),
+            rate_limited_since=self.box.calls.waits.since(),
         )
 
     @workflow.signal(name="review")

@@ -136,6 +136,7 @@ class TaskRecord(TaskScore):
     searches: int = 0
     crawls: int = 0
     seconds: float = 0.0
+    rate_limited_seconds: float = 0.0  # of those, waiting on the model provider's rate limit
     error: str | None = None
     warnings: list[str] = Field(default_factory=list)  # the run's (e.g. its reporter failed)
 

@@ -17,6 +17,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 from temporalio.workflow import ParentClosePolicy
 
 from workflows.activity_calls import MODEL_CALL, failure_reason
+from workflows.rate_limits import ProviderWaits, model_queue
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.eval_models import (
@@ -28,7 +29,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
         TaskRecord,
         TaskScore,
     )
-    from workflows.models import Message, ModelReply, ModelRequest, ResearchInput, ResearchResult
+    from workflows.models import Message, ModelReply, ModelRequest, ResearchInput, ResearchResult, Usage
 
 SCORE_CALL = dict(
     start_to_close_timeout=timedelta(minutes=2),
@@ -63,6 +64,8 @@ class EvalSuite:
     @workflow.init
     def __init__(self, request: EvalSuiteInput) -> None:
         self.progress = EvalProgress(total=len(request.tasks) * request.runs)
+        self.judge_usage = Usage()  # the judge's waits on the provider's rate limit
+        self.waits = ProviderWaits(lambda: self.judge_usage)
 
     @workflow.run
     async def run(self, request: EvalSuiteInput) -> EvalSuiteResult:
@@ -120,6 +123,7 @@ class EvalSuite:
             model_calls=usage.llm_calls if usage else 0,
             searches=usage.searches if usage else 0,
             crawls=usage.crawls if usage else 0,
+            rate_limited_seconds=usage.rate_limited_seconds if usage else 0.0,
             seconds=round(seconds, 3),
             error=error,
             warnings=list(result.warnings) if result else [],
@@ -130,14 +134,15 @@ class EvalSuite:
         there is none: a judge that fails leaves the task unjudged, never failed."""
         text = f"# The task\n{task.question}\n\n# The report\n{result.final_report[:JUDGE_REPORT_CHARS]}"
         try:
-            reply = await workflow.execute_activity(
+            reply = await self.waits.call(
                 "chat",
                 ModelRequest(
                     role="judge", prompt="judge", json_mode=True, messages=[Message(role="user", content=text)]
                 ),
                 result_type=ModelReply,
                 summary=f"judge {task.id}",
-                **MODEL_CALL,
+                options=MODEL_CALL,
+                task_queue=model_queue,
             )
         except (ActivityError, ApplicationError) as err:
             return None, f"the judge failed: {failure_reason(err)}"

@@ -26,6 +26,7 @@ from temporalio.workflow import ParentClosePolicy
 
 from workflows import continuation, reporter
 from workflows.activity_calls import MODEL_CALL, summary
+from workflows.rate_limits import ProviderWaits, model_queue
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.clean import clean_text
@@ -89,6 +90,7 @@ class FollowUp:
         self.answers: dict[int, FollowUpAnswer] = {}
         self.phase: ThreadPhase = "loading"
         self.research_run: str | None = None
+        self.waits = ProviderWaits(lambda: self.state.usage)  # the provider's rate limit, waited out
 
     @workflow.run
     async def run(self, raw: Any, carried: Any = None) -> ThreadStatus:
@@ -156,8 +158,8 @@ class FollowUp:
             },
             messages=[Message(role="user", content=thread_request(self.state, question))],
         )
-        reply = await workflow.execute_activity(
-            "chat", request, result_type=ModelReply, summary=summary(where), **MODEL_CALL
+        reply = await self.waits.call(
+            "chat", request, result_type=ModelReply, summary=summary(where), options=MODEL_CALL, task_queue=model_queue
         )
         usage = self.state.usage
         usage.llm_calls += 1
@@ -197,6 +199,8 @@ class FollowUp:
         s.usage.completion_tokens += result.usage.completion_tokens
         s.usage.searches += result.usage.searches
         s.usage.crawls += result.usage.crawls
+        s.usage.rate_limited += result.usage.rate_limited
+        s.usage.rate_limited_seconds = round(s.usage.rate_limited_seconds + result.usage.rate_limited_seconds, 3)
         found = "\n\n".join(result.observations) or result.final_report
         s.found_since.append(f"## {question}\n{found[:MAX_PRIOR_FINDINGS]}")
         for citation in result.citations:
@@ -239,4 +243,5 @@ class FollowUp:
             waiting=[q for _, q, _ in self.queue],
             research_run=self.research_run,
             usage=self.state.usage,
+            rate_limited_since=self.waits.since(),
         )

@@ -55,3 +55,4 @@ class ThreadStatus(Model):
     waiting: list[str] = Field(default_factory=list)  # questions not answered yet
     research_run: str | None = None  # researching now for a question
     usage: Usage = Field(default_factory=Usage)
+    rate_limited_since: str | None = None  # as in RunStatus

@@ -216,6 +216,10 @@ class Usage(Model):
     crawls: int = 0
     code_runs: int = 0
     cache_hits: int = 0  # searches and crawls answered from the run's own cache
+    # Waits on the model provider's rate limit (HTTP 429 / Retry-After; no
+    # tokens spent), and the seconds they took (workflows/rate_limits.py).
+    rate_limited: int = 0
+    rate_limited_seconds: float = 0.0
 
 
 class Citation(Model):
@@ -310,6 +314,9 @@ class RunStatus(Model):
     note: str | None = None  # e.g. the question researched as one step for want of a plan
     warnings: list[str] = Field(default_factory=list)  # as in ResearchResult
     sources: int = 0  # sources the run retrieved so far (search results and pages read)
+    # Since when (ISO 8601, UTC) a model call has been waiting on the
+    # provider's rate limit; None when none waits.
+    rate_limited_since: str | None = None
 
 
 class ProgressEvent(Model):
@@ -555,6 +562,8 @@ class SpeechUsage(Model):
     completion_tokens: int = 0
     speech_calls: int = 0
     speech_characters: int = 0
+    rate_limited: int = 0  # waits on a provider's rate limit, as in Usage
+    rate_limited_seconds: float = 0.0
 
 
 class PodcastResult(Model):
@@ -620,3 +629,4 @@ class SideStatus(Model):
     done: int = 0  # e.g. lines spoken
     total: int = 0
     error: str | None = None
+    rate_limited_since: str | None = None  # as in RunStatus

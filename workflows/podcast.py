@@ -198,4 +198,5 @@ class Podcast:
             done=self.done,
             total=self.total,
             error=self.error,
+            rate_limited_since=self.calls.waits.since(),
         )

@@ -50,4 +50,10 @@ class Prose:
 
     @workflow.query(name="status")
     def status(self) -> SideStatus:
-        return SideStatus(kind="prose", phase=self.phase, run_id=self.request.run_id, error=self.error)
+        return SideStatus(
+            kind="prose",
+            phase=self.phase,
+            run_id=self.request.run_id,
+            error=self.error,
+            rate_limited_since=self.calls.waits.since(),
+        )

@@ -7,6 +7,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 from workflows.activity_calls import EMPTY_REPLY, FILE_CALL, MODEL_CALL, SPEECH_CALL
+from workflows.rate_limits import ProviderWaits, model_queue
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.models import (
@@ -25,10 +26,11 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
 class SideCalls:
     def __init__(self) -> None:
         self.usage = SpeechUsage()
+        self.waits = ProviderWaits(lambda: self.usage)  # rate limits of the model and speech endpoints
 
     async def chat(self, request: ModelRequest) -> ModelReply:
-        reply = await workflow.execute_activity(
-            "chat", request, result_type=ModelReply, summary=request.role, **MODEL_CALL
+        reply = await self.waits.call(
+            "chat", request, result_type=ModelReply, summary=request.role, options=MODEL_CALL, task_queue=model_queue
         )
         self.usage.llm_calls += 1
         self.usage.prompt_tokens += reply.prompt_tokens
@@ -53,12 +55,12 @@ class SideCalls:
         raise ApplicationError(f"the {what} model's reply could not be used twice: {problem}", non_retryable=True)
 
     async def speak(self, request: SpeechRequest) -> AudioClip:
-        clip = await workflow.execute_activity(
+        clip = await self.waits.call(
             "speak",
             request,
             result_type=AudioClip,
             summary=f"speak line {request.index + 1}: {request.text[:60]}",
-            **SPEECH_CALL,
+            options=SPEECH_CALL,
         )
         self.usage.speech_calls += 1
         self.usage.speech_characters += clip.characters

@@ -89,4 +89,10 @@ class Slides:
 
     @workflow.query(name="status")
     def status(self) -> SideStatus:
-        return SideStatus(kind="slides", phase=self.phase, run_id=self.source.run_id, error=self.error)
+        return SideStatus(
+            kind="slides",
+            phase=self.phase,
+            run_id=self.source.run_id,
+            error=self.error,
+            rate_limited_since=self.calls.waits.since(),
+        )

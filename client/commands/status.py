@@ -22,6 +22,7 @@ from client.errors import CliError
 from client.ids import may_be_side_output
 from client.options import connection
 from client.talk import QUERY_TIMEOUT, next_action, query_status, stuck, worker_command
+from client.wording import waiting_text
 from infra.errors import cli_name
 
 if TYPE_CHECKING:
@@ -159,6 +160,8 @@ async def show_thread(handle: WorkflowHandle, as_json: bool) -> int:
         more = f" (researched more in {turn.research_run})" if turn.researched else ""
         lines += [f"Q: {turn.question}", f"A: {' '.join(turn.answer.split())[:500]}{more}"]
     lines += [f"waiting: {q}" for q in status.waiting]
+    if waiting := waiting_text(status.rate_limited_since):
+        lines.append(waiting)
     if status.research_run:
         lines.append(f"researching now in run {status.research_run}")
     lines.append(f"ask more with `{cli_name()} ask {status.run_id} QUESTION`")

@@ -16,7 +16,7 @@ from rich.table import Table
 from client.errors import CliError
 
 RATES = ("fact_recall", "evidence_recall", "citation_validity", "citation_support")
-COSTS = ("tokens", "model_calls", "searches", "crawls", "seconds")
+COSTS = ("tokens", "model_calls", "searches", "crawls", "seconds", "rate_limited_seconds")
 JSON_FIELDS = (
     "id",
     "run",
@@ -37,6 +37,7 @@ JSON_FIELDS = (
     "searches",
     "crawls",
     "seconds",
+    "rate_limited_seconds",
     "judge",
     "error",
     "echo",

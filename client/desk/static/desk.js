@@ -166,6 +166,7 @@ async function refresh() {
     $("run-title").textContent = status.title || status.question;
     showQuestion(status);
     showPlan(status);
+    showWaiting(id, status);
   } else if (data.workflow_status !== "running") {
     $("phase").textContent = data.workflow_status;
   }
@@ -185,6 +186,20 @@ function lookAgain(id, ms) {
     lookingAgain = null;
     if (current && current.id === id) refresh();
   }, ms);
+}
+
+// A model call waiting on the provider's rate limit: since when; looked at
+// again until it is served (no event announces that).
+function showWaiting(id, status) {
+  const since = status.rate_limited_since;
+  $("rate-limited").hidden = !since;
+  if (!since) return;
+  const at = new Date(since);
+  const shown = isNaN(at) ? since : at.toLocaleTimeString();
+  const spent = (status.usage || {}).rate_limited_seconds || 0;
+  $("rate-limited").textContent =
+    `waiting on the model provider's rate limit since ${shown} (${Math.round(spent)} s waited in this run so far)`;
+  lookAgain(id, 2000);
 }
 
 function showQuestion(status) {
