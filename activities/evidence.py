@@ -187,10 +187,25 @@ def claim_lines(findings: str) -> list[tuple[int, str]]:
         if bare.startswith("```"):
             fenced = not fenced
             continue
-        if fenced or len(bare) < 20 or bare.startswith(("#", "|", "---", ">")) or "://" in bare:
+        note = bare.startswith("(") and bare.endswith(")")  # "(no findings)", a note of the workflow's
+        if fenced or note or len(bare) < 20 or bare.startswith(("#", "|", "---", ">")) or "://" in bare:
             continue
         out.append((n, bare))
     return out
+
+
+_LINKED = re.compile(r"\[([^\[\]\n]{0,300})\]\([^()\s]{0,2000}\)")
+
+
+def states_something(findings: str) -> bool:
+    """Whether the findings say anything: a line of twenty characters or more
+    beside its links' addresses, not a heading, a rule or a note in
+    parentheses ("(no findings)")."""
+    for line in _LINKED.sub(r"\1", findings).split("\n"):
+        bare = line.strip()
+        if len(bare) >= 20 and not bare.startswith(("#", "---")) and not (bare[0] == "(" and bare[-1] == ")"):
+            return True
+    return False
 
 
 def supported(findings: str, sources: list[Source], chunks: list[Chunk]) -> tuple[str, list[int]]:
@@ -296,7 +311,17 @@ def support_of(request: SupportRequest, sources: list[Source]) -> tuple[str, str
     taken = set(found)
     order = found + [i for _, i in reading.Index([c.text for c in chunks]).scores(request.focus) if i not in taken]
     chosen = pick(sources, chunks, order, request.budget) if order else []
-    return findings, arrange(sources, chunks, chosen, order), len(chosen)
+    passages = arrange(sources, chunks, chosen, order)
+    if chosen and not states_something(request.findings):  # the model wrote nothing usable: what it read stands for it
+        short = arrange(sources, chunks, pick(sources, chunks, order, request.budget // 2), order)
+        findings = f"{NOTHING_WRITTEN}\n\n{short}"
+    return findings, passages, len(chosen)
+
+
+NOTHING_WRITTEN = (
+    "The researcher wrote no findings of its own. These are the passages read for this step that bear on it, "
+    "each after a link to its page:"
+)
 
 
 def joined(texts: list[str], budget: int) -> str:

@@ -4,12 +4,13 @@ and the ranking and tracing of passages (activities/evidence.py)."""
 from __future__ import annotations
 
 from activities import tokens
-from activities.evidence import Source, chunks_of, evidence_set, holds, joined, readable, supported
+from activities.evidence import Source, chunks_of, evidence_set, holds, joined, readable, support_of, supported
 from activities.reading import excerpt
 from infra.eval_score import score
 from workflows.eval_models import EvalTask
 from workflows.evidence import candidates, step_queries, without_evidence
-from workflows.evidence_models import GatherRequest
+from workflows.evidence_models import GatherRequest, SupportRequest
+from workflows.grounding import grounded
 from workflows.models import Citation, Plan, ResearchResult, Step, ToolResult
 from workflows.planner import may_end_research, research_anyway
 from workflows.reporter import sources_of_findings
@@ -137,3 +138,32 @@ def test_a_passage_reads_on_its_own_a_heading_with_its_text_a_table_with_its_hea
         "## Five-year summary\n| Year | Revenue |\n|---|---|\n| 2021 | 18.4 |",
         "| Year | Revenue |\n|---|---|\n| 2023 | 26.0 |",  # the rest of the table, under its header again
     ]
+
+
+def test_a_step_whose_model_wrote_nothing_keeps_what_it_read_as_findings():
+    sources = [Source("Rock", "http://x/rock", "The keeper logged 4417 ships in 1911 at Lantern Rock.")]
+    request = SupportRequest(findings="(no findings)", focus="ships logged by the Lantern Rock keeper", budget=600)
+    findings, passages, count = support_of(request, sources)
+    assert findings.startswith("The researcher wrote no findings of its own.")
+    assert "[Rock](http://x/rock): The keeper logged 4417 ships in 1911" in findings and count == 1
+    written = SupportRequest(findings="- The keeper logged 4417 ships in 1911.", focus="ships", budget=600)
+    assert support_of(written, sources)[0] == "- The keeper logged 4417 ships in 1911. ([source](http://x/rock))"
+
+
+def test_a_report_that_uses_none_of_the_findings_is_not_grounded():
+    findings = ["- The farm has 48 turbines of 6.5 MW, 312 MW in all, built by Haldane Turbine Works."]
+    question = "How many turbines does the Carrick Bank Wind Farm have?"
+    generic = "The report highlights the significant impact of a new product on a global market."
+    assert not grounded(generic, findings, question)
+    assert grounded("Carrick Bank has 48 turbines.", findings, question)
+    assert grounded("The farm's capacity is 312 MW.", findings, question)
+    assert grounded(generic, ["- Nothing much."], question)  # too little to judge by
+    # The question's own names do not count: repeating them is not using the findings.
+    assert not grounded("Carrick Bank Wind Farm is a wind farm.", findings + ["- Saltcombe Quay, Dunmore"], question)
+
+
+def test_findings_that_cite_every_line_still_state_something():
+    from activities.evidence import states_something
+
+    assert states_something("- The keeper logged 4417 ships ([source](http://x/rock))")
+    assert not states_something("(no findings)") and not states_something("## Findings\n\n---\n")

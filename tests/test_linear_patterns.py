@@ -211,6 +211,10 @@ def test_a_report_with_a_long_sources_heading_is_exported_at_once():
 
 SCANNED = [
     "workflows.model_output",
+    "workflows.grounding",
+    "workflows.evidence",
+    "activities.evidence",
+    "client.demo.reading",
     "workflows.clean",
     "workflows.echoes",
     "infra.eval_score",

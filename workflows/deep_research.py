@@ -237,9 +237,7 @@ class DeepResearch:
                 f"the reporter failed ({why}): the report is the research steps' findings and the run's sources, "
                 "not a report written by the model"
             )
-            findings = (
-                [(step.title, step.execution_res) for step in s.plan.steps if step.execution_res] if s.plan else []
-            )
+            findings = [(step.title, step.execution_res) for step in s.finished() if step.execution_res]
             text = fallback_report(s.topic, findings, list(s.sources.values()), why, partial, s.background)
             return reporter.verify_citations(text, list(s.sources.values()))
 

@@ -26,6 +26,7 @@ from workflows.box import Box
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.echoes import echoed
+    from workflows.grounding import grounded
     from workflows.languages import language_name
     from workflows.models import Message, ModelReply, ModelRequest
 
@@ -44,6 +45,41 @@ AGENT_AGAIN = (
     "findings on the step now, from what you have read (or say plainly that nothing was found)."
 )
 NOTHING_USABLE = "(no usable findings: the {role}'s replies repeated its instructions instead of reporting on the step)"
+
+
+class ReporterUngrounded(ApplicationError):
+    """The reporter twice wrote a report that used none of the findings."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the reporter's reports twice used none of the findings' figures and names",
+            type="ReporterUngrounded",
+            non_retryable=True,
+        )
+
+
+GROUNDING_PATCH = "re-ask-ungrounded-reports"
+UNGROUNDED = (
+    "Your report above uses none of the facts in the findings and evidence it was given. Write the report "
+    "again from them: keep their figures, names and dates, and cite their pages."
+)
+
+
+async def grounded_report(box: Box, request: ModelRequest, reply: ModelReply, findings: list[str]) -> ModelReply:
+    """The reporter's reply, asked for once more when it uses none of the
+    findings' figures and names (``workflows/grounding.py``);
+    ``ReporterUngrounded`` when the second does not either."""
+    question = f"{box.request.question}\n{box.state.topic}"
+    if grounded(reply.content, findings, question) or not workflow.patched(GROUNDING_PATCH):
+        return reply
+    box.emit("notice", "the report uses none of the findings: asking the reporter to write it from them")
+    more = [*request.messages, Message(role="user", content=UNGROUNDED)]
+    again = await box.calls.chat(
+        request.model_copy(update={"messages": more, "on_overflow": "trim"}), "reporter · asked again from the findings"
+    )
+    if is_echo(again) or not grounded(again.content, findings, question):
+        raise ReporterUngrounded()
+    return again
 
 
 class ReporterEchoed(ApplicationError):

@@ -16,7 +16,7 @@ from temporalio.exceptions import ActivityError
 from workflows import evidence
 from workflows.activity_calls import too_large
 from workflows.box import Box
-from workflows.reply_checks import checked_report
+from workflows.reply_checks import checked_report, grounded_report
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.changes import changes_section, for_reporter, without_changes
@@ -56,7 +56,10 @@ async def write_report(box: Box, partial: str = "") -> str:
             )
             findings = await _condense_all(box, findings, *oversized)
     state.reporter_input = reply.shown
-    report = (await checked_report(box, request, reply)).content  # an echo, the wrong language: asked again
+    reply = await checked_report(box, request, reply)  # an echo, the wrong language: asked again
+    if every_plan:  # a report that uses none of the findings: asked again, then the findings are the report
+        reply = await grounded_report(box, request, reply, [text for _, text in findings])
+    report = reply.content
     if state.recheck:  # re-checked: the workflow writes what changed, from its own comparison
         report = with_changes(without_changes(report), changes_section(state.recheck))
     elif state.prior and not has_changes_section(report):
