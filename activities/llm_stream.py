@@ -9,6 +9,11 @@ last event, when ``stream_options.include_usage`` is honoured). Reasoning
 dropped. A reply that degenerates into repetition is cut off as it streams
 (``Looping``). A server that answers the streaming request with one plain
 JSON body (some do, and some scripted ones) is read as that.
+
+Events are read by httpx-sse, which ends a line at CR, LF or CRLF only, as
+the event-stream format says: a JSON encoder may leave U+2028, U+2029 or
+U+0085 unescaped inside a string, and ``str.splitlines`` (httpx's
+``aiter_lines``) would cut the event there.
 """
 
 from __future__ import annotations
@@ -16,16 +21,18 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
 import httpx
+from httpx_sse import EventSource, ServerSentEvent
 from openai import AsyncOpenAI
 
 from activities.repetition import LoopWatch, cut_loop
 
-MAX_PLAIN_BODY = 4_000_000  # characters of a non-event answer kept, to read it as one JSON body
+MAX_PLAIN_BODY = 4_000_000  # bytes of an answer kept, to read it as one JSON body if it holds no event
 
 
 class Silence(Exception):
@@ -38,6 +45,12 @@ class Silence(Exception):
 
 class BrokenStream(Exception):
     """The answer could not be read: cut off, malformed, or an error event."""
+
+
+class EmptyStream(BrokenStream):
+    """The event stream ended before its first event (llama-cpp-python's
+    ``chatml-function-calling`` answers so when it cannot stream the tool call
+    its model chose: "Automatic streaming tool choice is not supported")."""
 
 
 class Looping(Exception):
@@ -198,36 +211,69 @@ def _whole_body(body: str | bytes, assembly: _Assembly) -> None:
 
 
 async def _read_events(http: httpx.Response, assembly: _Assembly, first: float, idle: float, began: float) -> None:
-    lines = http.aiter_lines()
+    kept = _Kept()
+    events = _events(http, kept)
     last_token, spoke = began, False
-    other: list[str] = []  # lines that are not events: a plain JSON body sent as an event stream?
-    events = 0
-    while True:
-        allowed = idle if spoke else first
-        try:
-            async with asyncio.timeout(max(last_token + allowed - time.monotonic(), 0.01)):
-                line = await anext(lines)
-        except TimeoutError:
-            raise Silence(allowed, not spoke) from None
-        except StopAsyncIteration:  # ended without [DONE]: complete only if it said how it finished
-            if not events and other:
-                _whole_body("\n".join(other), assembly)
-            elif assembly.done.finish_reason is None:
-                raise BrokenStream("the answer was cut off before its end") from None
-            return
-        if not line.startswith("data:"):  # blank separators, ": ping" comments, "event:" names
-            if not events and line.strip() and sum(map(len, other)) < MAX_PLAIN_BODY:
-                other.append(line)
-            continue
-        events += 1
-        data = line[5:].strip()
-        if data == "[DONE]":
-            return
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            raise BrokenStream(f"an event is not JSON: {data[:200]!r}") from None
-        if assembly.add(chunk):
-            last_token, spoke = time.monotonic(), True
-        if assembly.looping:
-            raise Looping(assembly.cut())
+    count = 0
+    try:
+        while True:
+            allowed = idle if spoke else first
+            try:
+                async with asyncio.timeout(max(last_token + allowed - time.monotonic(), 0.01)):
+                    event = await anext(events)
+            except TimeoutError:
+                raise Silence(allowed, not spoke) from None
+            except StopAsyncIteration:  # ended without [DONE]: complete only if it said how it finished
+                if not count and kept.text().strip():
+                    _whole_body(kept.text(), assembly)
+                elif not count:
+                    raise EmptyStream("the answer ended before its first event") from None
+                elif assembly.done.finish_reason is None:
+                    raise BrokenStream("the answer was cut off before its end") from None
+                return
+            if not event.data:  # an event without data: nothing of the answer
+                continue
+            count += 1
+            data = event.data.strip()
+            if data == "[DONE]":
+                return
+            try:
+                chunk = json.loads(data)
+            except ValueError:
+                raise BrokenStream(f"an event is not JSON: {data[:200]!r}") from None
+            if assembly.add(chunk):
+                last_token, spoke = time.monotonic(), True
+            if assembly.looping:
+                raise Looping(assembly.cut())
+    finally:
+        await events.aclose()
+
+
+class _Kept:
+    """The first ``MAX_PLAIN_BODY`` bytes of the body, as they pass to the
+    event parser: a server that sends one JSON body as an event stream (no
+    ``data:`` field in it) is read from them."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    async def passing(self, http: httpx.Response) -> AsyncIterator[bytes]:
+        async for chunk in http.aiter_bytes():
+            if self.size < MAX_PLAIN_BODY:
+                self.parts.append(chunk)
+                self.size += len(chunk)
+            yield chunk
+
+    def text(self) -> str:
+        return b"".join(self.parts).decode("utf-8", "replace")
+
+
+async def _events(http: httpx.Response, kept: _Kept) -> AsyncIterator[ServerSentEvent]:
+    """The body's server-sent events, read by httpx-sse: its lines end at CR,
+    LF or CRLF only, as the format says. (httpx's ``aiter_lines`` ends them
+    wherever ``str.splitlines`` does, at U+2028, U+2029, U+0085 and other
+    characters a JSON encoder may leave unescaped inside a string.)"""
+    body = httpx.Response(200, headers={"content-type": "text/event-stream; charset=utf-8"}, content=kept.passing(http))
+    async for event in EventSource(body).aiter_sse():
+        yield event

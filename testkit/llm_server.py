@@ -14,7 +14,9 @@ model), ``Reply.stall`` (a silence mid-answer), ``Reply.reasoning`` (sent as
 ``plain_json_streams`` (a JSON body even when asked to stream),
 ``reject_stream_options``, ``want_max_completion_tokens`` (OpenAI's reasoning
 models) and ``enforce_max_tokens`` (cut the reply at the request's bound,
-``finish_reason: "length"``). ``streams_cut`` counts the streams the client
+``finish_reason: "length"``), ``unescaped_events`` (events whose JSON
+holds non-ASCII characters raw, U+2028 and U+0085 among them, as the demo
+model and many JSON encoders write them). ``streams_cut`` counts the streams the client
 hung up on before their end.
 """
 
@@ -79,6 +81,7 @@ class ScriptedLLM(ScriptedServer):
         self.reject_stream_options = False
         self.want_max_completion_tokens = False
         self.enforce_max_tokens = False
+        self.unescaped_events = False
         self.streams_cut = 0  # streams the client closed before their end
 
     @property
@@ -136,7 +139,8 @@ class ScriptedLLM(ScriptedServer):
             return self._response(reply, stream, reply.body.encode())
         completion = self._completion(request, reply)
         if stream:
-            return self._response(reply, True, self._counted(_sse(completion, request, reply)))
+            events = _sse(completion, request, reply, ascii=not self.unescaped_events)
+            return self._response(reply, True, self._counted(events))
         # Not streamed: the answer comes once the whole of it is written.
         pieces = len(list(_sse(completion, request, Reply())))
         time.sleep(reply.token_delay * pieces + (reply.stall[1] if reply.stall else 0.0))
@@ -209,15 +213,16 @@ class ScriptedLLM(ScriptedServer):
         }
 
 
-def _sse(completion: dict, request: dict, reply: Reply) -> Iterator[bytes]:
+def _sse(completion: dict, request: dict, reply: Reply, ascii: bool = True) -> Iterator[bytes]:
     """The completion as chat.completion.chunk events, content in small
-    pieces, tool calls in two (name, then arguments), paced as ``reply`` says."""
+    pieces, tool calls in two (name, then arguments), paced as ``reply`` says;
+    ``ascii``: non-ASCII characters escaped in the JSON (else raw UTF-8)."""
     message, choice = completion["choices"][0]["message"], completion["choices"][0]
     head = {k: completion[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
 
     def event(delta: dict, finish_reason: str | None = None, **extra) -> bytes:
         chunk = head | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]} | extra
-        return f"data: {json.dumps(chunk)}\n\n".encode()
+        return f"data: {json.dumps(chunk, ensure_ascii=ascii)}\n\n".encode()
 
     def pieces() -> Iterator[bytes]:
         yield event({"role": "assistant", "content": ""})

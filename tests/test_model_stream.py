@@ -276,6 +276,29 @@ async def test_a_server_that_answers_a_stream_with_plain_json_is_read(temporal_c
     assert result.usage.completion_tokens > 0
 
 
+SEPARATORS = "Lantern Rock's lamp\u2028turns all night,\u2029its keeper says,\x85and in fog too."
+
+
+def with_separators(request: dict, normal) -> Reply:
+    """The normal reply with U+2028, U+2029 and U+0085 in its text."""
+    content = normal.content if isinstance(normal, Reply) else str(normal)
+    return Reply(f"{content}\n\n{SEPARATORS}")
+
+
+async def test_line_separators_in_a_streamed_reply_are_text_not_line_ends(
+    temporal_client, task_queue, worker, llm, script
+):
+    # Issue 27: JSON encoders may leave U+2028, U+2029 and U+0085 unescaped;
+    # the event-stream format ends a line at CR and LF only, and an event cut
+    # at them read "an event is not JSON" until the run failed.
+    llm.unescaped_events = True
+    llm.handler = always(llm.handler, "reporter", with_separators)
+    result = await run(temporal_client, task_queue)
+    assert result.status == "completed" and FACT in result.final_report
+    assert "lamp\u2028turns all night,\u2029its keeper says,\nand in fog too." in result.final_report  # NEL: a newline
+    assert len(attempts_of_first(llm, "reporter")) == 1
+
+
 async def test_a_server_that_rejects_stream_options_is_asked_without(temporal_client, task_queue, worker, llm, script):
     llm.reject_stream_options = True
     result = await run(temporal_client, task_queue)
