@@ -203,7 +203,8 @@ class ModelActivities:
             tools = [t for t in tools if t["function"]["name"] not in READER_TOOLS]
         native = self.settings.tool_calling == "native"
         if not native:  # describe the tools in the prompt instead
-            system["content"] += text_tools.instruction(tools, request.tool_choice == "auto") if tools else ""
+            calls_allowed = request.tool_choice == "auto"
+            system["content"] += text_tools.instruction(tools, calls_allowed, request.json_mode) if tools else ""
             messages = text_tools.as_text(messages)
         if request.on_overflow == "refuse" and (size := context.total_tokens(messages)) > budget:
             raise ApplicationError(
@@ -219,7 +220,7 @@ class ModelActivities:
         if tools and native:
             kwargs["tools"] = tools
             kwargs["tool_choice"] = request.tool_choice
-        if request.json_mode and native:
+        if request.json_mode:  # whatever the tool calling: text tool calls are JSON objects too
             kwargs["response_format"] = {"type": "json_object"}
         # The output bound: the role's, never more than the room left.
         room = window - context.total_tokens(messages) - context.tools_tokens(kwargs.get("tools") or []) - 16
