@@ -20,13 +20,13 @@ from typing import Any
 from urllib.parse import quote
 
 import openai
-from openai import AsyncOpenAI
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import context, cut_replies, overflow, reading, text_tools, tokens
 from activities.heartbeat import heartbeating
-from activities.llm_stream import BrokenStream, Completion, Looping, Silence, stream_completion
+from activities.llm_stream import BrokenStream, Completion, Looping, Silence
+from activities.model_endpoint import ModelEndpoint
 from activities.off_loop import off_loop
 from activities.retry_after import retry_delay
 from infra.blobs import BlobStore
@@ -68,7 +68,6 @@ OVERFLOW_RETRIES = 3  # refits after the provider says the request exceeds its w
 # is tried at most this often (other failures: the activity's retry policy).
 BOUNDED_ATTEMPTS = 3
 TIMEOUT_BACKOFF = timedelta(seconds=10)  # times the attempt: a busy server finishes what it was writing
-_REJECTED_PARAMETER = re.compile(r"unsupported|not supported|unrecognized|unknown|not permitted|instead|extra")
 
 
 def _retry_after(err: openai.APIStatusError) -> timedelta | None:
@@ -145,18 +144,8 @@ class ModelActivities:
         self.tools = _tool_schemas()
         # Named in errors: the URL the user set, and the variable that sets it.
         self.endpoint = f"{settings.openai_base_url or 'https://api.openai.com/v1'} (OPENAI_BASE_URL)"
-        # Streamed calls time out on silence (llm_stream); the client's own
-        # timeout is the backstop, or the bound of a call that does not stream.
-        backstop = max(settings.model_timeout, settings.model_idle_timeout) + 30
-        self.client = AsyncOpenAI(
-            api_key=settings.openai_api_key or "not-needed",
-            base_url=settings.openai_base_url,
-            max_retries=0,  # Temporal owns retrying
-            timeout=backstop if settings.model_stream else settings.model_timeout,
-        )
-        # What this endpoint turned out to accept (learned from its 400s).
-        self.bound_name = "max_tokens"  # or "max_completion_tokens" (OpenAI's reasoning models)
-        self.usage_option = True  # stream_options.include_usage
+        self.api = ModelEndpoint(settings)  # what the endpoint accepts, learned per worker
+        self.client = self.api.client
 
     def _api_message(self, message: Message, blobs: dict[str, str], share: int, hints: str) -> dict[str, Any]:
         content = message.content
@@ -224,7 +213,7 @@ class ModelActivities:
             kwargs["response_format"] = {"type": "json_object"}
         # The output bound: the role's, never more than the room left.
         room = window - context.total_tokens(messages) - context.tools_tokens(kwargs.get("tools") or []) - 16
-        kwargs[self.bound_name] = max(min(self.settings.max_output_for(role), room), 16)
+        kwargs[self.api.bound_name] = max(min(self.settings.max_output_for(role), room), 16)
         return kwargs, conversation
 
     def window(self, request: ModelRequest) -> int:
@@ -247,7 +236,7 @@ class ModelActivities:
                 kwargs["extra_headers"] = headers
             try:
                 async with heartbeating():
-                    return counted(await self._send(kwargs), kwargs), conversation, learned
+                    return counted(await self.api.send(kwargs), kwargs), conversation, learned
             except Looping as err:
                 return counted(self._looped(err, request), kwargs), conversation, learned
             except openai.APIStatusError as err:
@@ -264,7 +253,7 @@ class ModelActivities:
                         non_retryable=True,
                     ) from None
                 sent = context.total_tokens(kwargs["messages"]) + context.tools_tokens(kwargs.get("tools") or [])
-                new = overflow.smaller_window(window, said, sent, kwargs.get(self.bound_name) or 0)
+                new = overflow.smaller_window(window, said, sent, kwargs.get(self.api.bound_name) or 0)
                 if new is None:  # the provider's numbers do not fit what was sent: not our overflow
                     raise _bounded(
                         ApplicationError(
@@ -277,7 +266,7 @@ class ModelActivities:
                 learned = window = new
                 if activity.in_activity():
                     activity.logger.info("context window exceeded: fitting the request to %s tokens", window)
-            except Silence as err:
+            except Silence as err:  # (a call not streamed: the next one waits until the server is free, model_endpoint)
                 raise _bounded(self._silence(err), TIMEOUT_BACKOFF) from None
             except BrokenStream as err:
                 said = scrub(str(err), self.settings.secrets)[:500]
@@ -287,53 +276,13 @@ class ModelActivities:
                 raise (_bounded(failure, TIMEOUT_BACKOFF) if failure.type == "ModelTimeout" else failure) from None
         raise AssertionError("unreachable")
 
-    async def _send(self, kwargs: dict[str, Any]) -> Completion:
-        """The completion, streamed unless DEEPRESEARCH_MODEL_STREAM=off. A
-        parameter the endpoint rejects (``max_tokens`` where it wants
-        ``max_completion_tokens``, or the other way; ``stream_options``) is
-        renamed or left out and the request sent again, once each."""
-        tried: set[str] = set()
-        while True:
-            try:
-                return await self._send_once(kwargs)
-            except openai.BadRequestError as err:
-                said = f"{err.message} {json.dumps(err.body, default=str)}".lower()
-                if not _REJECTED_PARAMETER.search(said):
-                    raise
-                sent = "max_tokens" if "max_tokens" in kwargs else "max_completion_tokens"
-                other = "max_completion_tokens" if sent == "max_tokens" else "max_tokens"
-                if "max_completion_tokens" in said and other not in tried and sent in kwargs:
-                    tried.add(other)
-                    kwargs[other] = kwargs.pop(sent)
-                    self.bound_name = other
-                elif "stream_options" in said and "stream_options" not in tried and self.settings.model_stream:
-                    tried.add("stream_options")
-                    self.usage_option = False
-                else:
-                    raise
-
-    async def _send_once(self, kwargs: dict[str, Any]) -> Completion:
-        settings = self.settings
-        if settings.model_stream:
-            extra = {"stream_options": {"include_usage": True}} if self.usage_option else {}
-            return await stream_completion(
-                self.client, kwargs | extra, settings.model_timeout, settings.model_idle_timeout
-            )
-        response = await self.client.chat.completions.create(**kwargs)
-        if not response.choices:
-            return Completion()
-        choice = response.choices[0]
-        return Completion(
-            content=choice.message.content or "",
-            tool_calls=list(choice.message.tool_calls or []),
-            finish_reason=choice.finish_reason,
-            prompt_tokens=_count(response.usage, "prompt_tokens"),
-            completion_tokens=_count(response.usage, "completion_tokens"),
-            choices=len(response.choices),
-        )
-
     def _silence(self, err: Silence) -> ApplicationError:
-        if err.first:
+        if err.whole:
+            said = (
+                f"the model did not answer in time: no whole answer within {err.seconds:g} s "
+                "(DEEPRESEARCH_MODEL_TIMEOUT; the call was not streamed)"
+            )
+        elif err.first:
             said = f"the model did not answer within {err.seconds:g} s (DEEPRESEARCH_MODEL_TIMEOUT)"
         else:
             said = f"the model stopped writing: no token for {err.seconds:g} s (DEEPRESEARCH_MODEL_IDLE_TIMEOUT)"
@@ -442,11 +391,6 @@ def _reading_hints(conversation: list[Message]) -> str:
                 except (ValueError, AttributeError):
                     pass
     return task[:4000] + "\n" + "\n".join(queries)
-
-
-def _count(usage: Any, name: str) -> int:
-    value = getattr(usage, name, None) if usage is not None else None
-    return value if isinstance(value, int) and value >= 0 else 0
 
 
 def tool_calls(raw: Any) -> list[ToolCall]:

@@ -36,11 +36,12 @@ MAX_PLAIN_BODY = 4_000_000  # bytes of an answer kept, to read it as one JSON bo
 
 
 class Silence(Exception):
-    """No token within the time allowed: ``seconds``; ``first``: no token at all."""
+    """No token within the time allowed: ``seconds``; ``first``: no token at
+    all; ``whole``: a call not streamed, whose whole answer did not come in time."""
 
-    def __init__(self, seconds: float, first: bool) -> None:
+    def __init__(self, seconds: float, first: bool, whole: bool = False) -> None:
         super().__init__(f"no token for {seconds:g} s")
-        self.seconds, self.first = seconds, first
+        self.seconds, self.first, self.whole = seconds, first, whole
 
 
 class BrokenStream(Exception):
@@ -189,6 +190,21 @@ async def stream_completion(client: AsyncOpenAI, kwargs: dict[str, Any], first: 
         await response.__aexit__(None, None, None)
 
 
+async def whole_completion(client: AsyncOpenAI, kwargs: dict[str, Any], seconds: float) -> Completion:
+    """Send ``kwargs`` without streaming and read the answer, which comes
+    only once all of it is written: at most ``seconds`` in all (there is no
+    silence to watch). Raises the client's errors for an error status,
+    ``Silence`` (``whole``) when the time is up, or ``Looping``."""
+    try:
+        async with asyncio.timeout(seconds):
+            response = await client.chat.completions.create(**kwargs)
+    except TimeoutError:
+        raise Silence(seconds, True, whole=True) from None
+    assembly = _Assembly()
+    _whole(response.model_dump(), assembly)
+    return assembly.result()
+
+
 async def _plain_body(http: httpx.Response, assembly: _Assembly, left: float) -> Completion:
     try:
         async with asyncio.timeout(max(left, 1.0)):
@@ -205,6 +221,10 @@ def _whole_body(body: str | bytes, assembly: _Assembly) -> None:
         data = json.loads(body)
     except ValueError:
         raise BrokenStream(f"the answer is not JSON: {body[:200]!r}") from None
+    _whole(data, assembly)
+
+
+def _whole(data: Any, assembly: _Assembly) -> None:
     assembly.add(data)
     if assembly.looping:
         raise Looping(assembly.cut())

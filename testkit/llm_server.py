@@ -16,7 +16,13 @@ model), ``Reply.stall`` (a silence mid-answer), ``Reply.reasoning`` (sent as
 models) and ``enforce_max_tokens`` (cut the reply at the request's bound,
 ``finish_reason: "length"``), ``unescaped_events`` (events whose JSON
 holds non-ASCII characters raw, U+2028 and U+0085 among them, as the demo
-model and many JSON encoders write them). ``streams_cut`` counts the streams the client
+model and many JSON encoders write them), ``no_streamed_tool_calls``
+(a streamed request whose reply calls a tool gets an empty event stream,
+as llama-cpp-python's ``chatml-function-calling`` answers: "Automatic
+streaming tool choice is not supported") and ``serial`` (one request at a
+time, as llama-cpp-python serves them: an answer not streamed is written to
+its end even when the client has left, and ``GET /v1/models`` is answered
+only once the server is free). ``streams_cut`` counts the streams the client
 hung up on before their end.
 """
 
@@ -25,8 +31,9 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from testkit.http_base import Response, ScriptedServer, json_response
@@ -82,6 +89,9 @@ class ScriptedLLM(ScriptedServer):
         self.want_max_completion_tokens = False
         self.enforce_max_tokens = False
         self.unescaped_events = False
+        self.no_streamed_tool_calls = False
+        self.serial = False
+        self._turn = threading.Lock()  # held while a serial server writes an answer
         self.streams_cut = 0  # streams the client closed before their end
 
     @property
@@ -100,7 +110,27 @@ class ScriptedLLM(ScriptedServer):
         error = {"message": message, "type": kind, "param": None, "code": code}
         return json_response(status, {"error": error}, headers)
 
+    def _respond(self, path: str, headers, raw: bytes, method: str = "POST") -> Response:
+        if self.serial and method == "GET" and path.split("?")[0] == "/v1/models":
+            with self._turn:  # llama-cpp-python answers it only between two generations
+                return json_response(200, {"object": "list", "data": [{"id": "scripted-model", "object": "model"}]})
+        return super()._respond(path, headers, raw, method)
+
     def _reply(self, request: dict) -> Response:
+        if not self.serial:
+            return self._answer(request)
+        self._turn.acquire()
+        try:
+            response = self._answer(request)
+        except BaseException:
+            self._turn.release()
+            raise
+        if isinstance(response.body, bytes):
+            self._turn.release()
+            return response
+        return Response(response.status, _released(response.body, self._turn), response.headers)
+
+    def _answer(self, request: dict) -> Response:
         if self.strict_conversation and (problem := conversation_problem(request.get("messages") or [])):
             return self._error(400, problem, {})
         size = prompt_tokens(request)
@@ -128,6 +158,9 @@ class ScriptedLLM(ScriptedServer):
         if isinstance(reply, str):
             reply = Reply(reply)
         stream = bool(request.get("stream")) and not self.plain_json_streams
+        if stream and self.no_streamed_tool_calls and isinstance(reply, Reply) and reply.tool_calls:
+            if request.get("tools") and request.get("tool_choice", "auto") == "auto":
+                return Response(200, b"", {"Content-Type": "text/event-stream; charset=utf-8"})
         if isinstance(reply, dict):
             raw = json.dumps(reply)
             reply = Reply(body=f"data: {raw}\n\ndata: [DONE]\n\n" if stream else raw)
@@ -211,6 +244,14 @@ class ScriptedLLM(ScriptedServer):
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+
+
+def _released(body: Iterable[bytes], lock: threading.Lock) -> Iterator[bytes]:
+    """``body``, and ``lock`` released once it is sent (or given up)."""
+    try:
+        yield from body
+    finally:
+        lock.release()
 
 
 def _sse(completion: dict, request: dict, reply: Reply, ascii: bool = True) -> Iterator[bytes]:

@@ -322,6 +322,40 @@ async def test_a_stream_cut_off_midway_is_retried(temporal_client, task_queue, w
     assert len(attempts_of_first(llm, "reporter")) == 2
 
 
+async def test_a_server_that_cannot_stream_tool_calls_is_asked_without_streaming(
+    temporal_client, task_queue, worker, llm, script
+):
+    # Issue 31: llama-cpp-python's chatml-function-calling (the documented
+    # setup) answers a streamed tool call with an empty stream; it was called
+    # "the answer was cut off" and retried 12 times until the run failed.
+    llm.no_streamed_tool_calls = True
+    result = await run(temporal_client, task_queue)
+    assert result.status == "completed" and FACT in result.final_report
+    first = attempts_of_first(llm, "coordinator")  # the first tool call: asked again at once, not streamed
+    assert [bool(r.get("stream")) for r in first] == [True, False] and all(bound(r) for r in first)
+    # The worker remembers: every later tool call goes unstreamed at once, bounded all the same.
+    researcher = [r for r in llm.calls("researcher") if r.get("tool_choice") == "auto"]
+    assert researcher and not any(r.get("stream") for r in researcher) and all(bound(r) for r in researcher)
+    assert all(r.get("stream") for r in llm.calls("reporter"))  # calls without tools still stream
+
+
+async def test_a_call_not_streamed_that_timed_out_is_not_asked_again_behind_itself(
+    temporal_client, task_queue, research_worker, llm, script
+):
+    # Issue 31: llama-cpp-python writes an answer not streamed to its end
+    # after the client has left, one request at a time; retried, the call
+    # queued behind its own abandoned generation. The planner's first
+    # answer takes 14 s to write, against a 1 s bound.
+    llm.serial = True
+    llm.handler = Override(llm.handler, "planner", lambda request, normal: paced(normal, delay=14))
+    async with research_worker(DEEPRESEARCH_MODEL_STREAM="off", DEEPRESEARCH_MODEL_TIMEOUT="1"):
+        result = await run(temporal_client, task_queue, timeout=120)
+    assert result.status == "completed" and FACT in result.final_report
+    first, retry = attempts_of_first(llm, "planner")
+    assert retry["_time"] >= first["_time"] + 14, "the retry was sent while the server still wrote the first answer"
+    assert retry["_status"] == 200
+
+
 async def test_streaming_can_be_turned_off(temporal_client, task_queue, research_worker, llm, script):
     async with research_worker(DEEPRESEARCH_MODEL_STREAM="off"):
         result = await run(temporal_client, task_queue)

@@ -1,0 +1,133 @@
+"""The model endpoint as this worker comes to know it: one chat completion
+sent, streamed or not, with what the endpoint turned out to accept.
+
+Learned per worker, from the endpoint's answers: the name of the output
+bound (``max_tokens``, or ``max_completion_tokens`` for OpenAI's reasoning
+models), whether it takes ``stream_options``, and whether it can stream a
+tool call (llama-cpp-python's ``chatml-function-calling`` answers a streamed
+tool call with an empty stream: "Automatic streaming tool choice is not
+supported"; such calls are then sent without streaming).
+
+A call not streamed is bounded by DEEPRESEARCH_MODEL_TIMEOUT in all. A
+server may go on writing such an answer after we hang up (llama-cpp-python
+does, and answers nothing else meanwhile), so the next call not streamed
+first waits until the server answers ``GET /models`` again, rather than
+queue behind the answer nobody reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+from temporalio import activity
+
+from activities import llm_stream
+from activities.llm_stream import Completion, EmptyStream, Silence
+from infra.settings import Settings
+
+# At most this long (or twice DEEPRESEARCH_MODEL_TIMEOUT) a call waits for the
+# server to finish an abandoned answer: a small model on a busy CPU writing to
+# the end of an 8,192-token window (llama-cpp-python's tool calls ignore
+# max_tokens when not streamed) at about 15 tokens a second.
+BUSY_WAIT = 600.0
+_REJECTED_PARAMETER = re.compile(r"unsupported|not supported|unrecognized|unknown|not permitted|instead|extra")
+
+
+class ModelEndpoint:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        # Streamed calls time out on silence, calls not streamed after
+        # DEEPRESEARCH_MODEL_TIMEOUT in all (llm_stream); the client's own
+        # timeout is only the backstop.
+        backstop = max(settings.model_timeout, settings.model_idle_timeout) + 30
+        self.client = AsyncOpenAI(
+            api_key=settings.openai_api_key or "not-needed",
+            base_url=settings.openai_base_url,
+            max_retries=0,  # Temporal owns retrying
+            timeout=backstop,
+        )
+        self.bound_name = "max_tokens"  # or "max_completion_tokens" (OpenAI's reasoning models)
+        self.usage_option = True  # stream_options.include_usage
+        self.stream_tools = True  # False once a streamed tool call came back as an empty stream
+        self.maybe_busy = False  # a call not streamed timed out: the server may still be writing it
+
+    async def send(self, kwargs: dict[str, Any]) -> Completion:
+        """The completion, streamed unless DEEPRESEARCH_MODEL_STREAM=off. A
+        parameter the endpoint rejects (``max_tokens`` where it wants
+        ``max_completion_tokens``, or the other way; ``stream_options``) is
+        renamed or left out and the request sent again, once each; a tool
+        call answered with an empty stream is asked again without streaming
+        (and every later one of this worker)."""
+        tried: set[str] = set()
+        while True:
+            try:
+                return await self._send_once(kwargs)
+            except EmptyStream:
+                if not (self.streamed(kwargs) and calls_tools(kwargs)):
+                    raise
+                self.stream_tools = False
+                _warn(
+                    "the model server sent an empty stream for a tool call (llama-cpp-python's "
+                    "chatml-function-calling cannot stream one): this worker asks for tool calls without streaming"
+                )
+            except openai.BadRequestError as err:
+                said = f"{err.message} {json.dumps(err.body, default=str)}".lower()
+                if not _REJECTED_PARAMETER.search(said):
+                    raise
+                sent = "max_tokens" if "max_tokens" in kwargs else "max_completion_tokens"
+                other = "max_completion_tokens" if sent == "max_tokens" else "max_tokens"
+                if "max_completion_tokens" in said and other not in tried and sent in kwargs:
+                    tried.add(other)
+                    kwargs[other] = kwargs.pop(sent)
+                    self.bound_name = other
+                elif "stream_options" in said and "stream_options" not in tried and self.settings.model_stream:
+                    tried.add("stream_options")
+                    self.usage_option = False
+                else:
+                    raise
+
+    def streamed(self, kwargs: dict[str, Any]) -> bool:
+        return self.settings.model_stream and (self.stream_tools or not calls_tools(kwargs))
+
+    async def _send_once(self, kwargs: dict[str, Any]) -> Completion:
+        settings = self.settings
+        if self.streamed(kwargs):
+            extra = {"stream_options": {"include_usage": True}} if self.usage_option else {}
+            return await llm_stream.stream_completion(
+                self.client, kwargs | extra, settings.model_timeout, settings.model_idle_timeout
+            )
+        if self.maybe_busy:
+            self.maybe_busy = False
+            await self.until_free(max(BUSY_WAIT, 2 * settings.model_timeout))
+        try:
+            return await llm_stream.whole_completion(self.client, kwargs, settings.model_timeout)
+        except Silence:
+            self.maybe_busy = True
+            raise
+
+    async def until_free(self, seconds: float) -> None:
+        """Wait, at most ``seconds``, until the server answers ``GET /models``:
+        llama-cpp-python answers it only once the generation it is writing
+        is done; a server that stops when the client hangs up answers at once.
+        A server without the route, or down, is not waited for."""
+        _warn("waiting until the model server has finished the answer it was writing when the last call timed out")
+        try:
+            async with asyncio.timeout(seconds):
+                await self.client.models.list()
+        except (TimeoutError, openai.OpenAIError):
+            pass
+
+
+def calls_tools(kwargs: dict[str, Any]) -> bool:
+    """Whether the request lets the model call its tools natively."""
+    return bool(kwargs.get("tools")) and kwargs.get("tool_choice") != "none"
+
+
+def _warn(message: str) -> None:
+    if activity.in_activity():
+        activity.logger.warning(message)
