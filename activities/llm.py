@@ -31,6 +31,7 @@ from activities.off_loop import off_loop
 from activities.retry_after import retry_delay
 from infra.blobs import BlobStore
 from infra.settings import Settings
+from workflows.activity_calls import BOUNDED_MODEL_ATTEMPTS
 from workflows.clean import clean_text
 from workflows.model_output import read_plan, read_podcast_script, repair_arguments, strip_think
 from workflows.models import READER_TOOLS, Message, ModelReply, ModelRequest, ToolCall
@@ -66,7 +67,7 @@ MAX_RETRY_AFTER = timedelta(seconds=120)
 OVERFLOW_RETRIES = 3  # refits after the provider says the request exceeds its window
 # A call that times out, loops or meets a provider's implausible "too long"
 # is tried at most this often (other failures: the activity's retry policy).
-BOUNDED_ATTEMPTS = 3
+BOUNDED_ATTEMPTS = BOUNDED_MODEL_ATTEMPTS
 TIMEOUT_BACKOFF = timedelta(seconds=10)  # times the attempt: a busy server finishes what it was writing
 
 
