@@ -33,7 +33,7 @@ from infra.blobs import BlobStore
 from infra.settings import Settings
 from workflows.activity_calls import BOUNDED_MODEL_ATTEMPTS
 from workflows.clean import clean_text
-from workflows.model_output import read_plan, read_podcast_script, repair_arguments, strip_think
+from workflows.model_output import read_plan, read_podcast_script, repair_arguments, strip_think, unescape_entities
 from workflows.models import READER_TOOLS, Message, ModelReply, ModelRequest, ToolCall
 
 
@@ -409,7 +409,7 @@ def tool_calls(raw: Any) -> list[ToolCall]:
             ident = f"call_{n}_{len(seen)}"
         seen.add(ident)
         name = clean_text(getattr(function, "name", None)).strip()[:200]
-        arguments = repair_arguments(getattr(function, "arguments", None))
+        arguments = unescape_entities(repair_arguments(getattr(function, "arguments", None)))
         if "think>" in arguments.lower():
             arguments = _without_reasoning(arguments)
         calls.append(ToolCall(id=ident, name=name, arguments=arguments))

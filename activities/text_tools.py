@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 
-from workflows.model_output import load_json
+from workflows.model_output import load_json, unescape_entities
 from workflows.models import ToolCall
 
 RESULT_PREFIX = "[result of tool call "
@@ -81,7 +81,7 @@ def parse_reply(text: str, allowed: list[str]) -> tuple[str, list[ToolCall]]:
     calls = []
     for n, call in enumerate(raw_calls):
         if isinstance(call, dict) and isinstance(call.get("name"), str) and call["name"] in allowed:
-            arguments = json.dumps(call.get("arguments") or {}, ensure_ascii=False)
+            arguments = unescape_entities(json.dumps(call.get("arguments") or {}, ensure_ascii=False))
             digest = hashlib.sha256(f"{n}{call['name']}{arguments}".encode()).hexdigest()[:12]
             calls.append(ToolCall(id=f"call_{digest}", name=call["name"], arguments=arguments))
     return ("" if calls else text), calls

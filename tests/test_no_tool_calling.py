@@ -65,6 +65,11 @@ def test_parse_reply_reads_calls_and_leaves_text_alone():
     )
     assert content == "" and [(c.name, json.loads(c.arguments)) for c in calls] == [("crawl", {"url": "u"})]
     assert text_tools.parse_reply("The answer is 42.", ["crawl"]) == ("The answer is 42.", [])
+    # a query written HTML-escaped is searched as the characters it means (issue 31)
+    _, (call,) = text_tools.parse_reply(
+        '{"tool_calls": [{"name": "web_search", "arguments": {"query": "Rock&#39;s"}}]}', ["web_search"]
+    )
+    assert json.loads(call.arguments) == {"query": "Rock's"}
 
 
 async def test_run_completes_with_a_model_without_tool_calling(
