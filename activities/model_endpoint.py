@@ -53,28 +53,29 @@ class ModelEndpoint:
         )
         self.bound_name = "max_tokens"  # or "max_completion_tokens" (OpenAI's reasoning models)
         self.usage_option = True  # stream_options.include_usage
-        self.stream_tools = True  # False once a streamed tool call came back as an empty stream
+        self.stream_tools = True  # False once a tool call streamed empty was answered without streaming
         self.maybe_busy = False  # a call not streamed timed out: the server may still be writing it
 
     async def send(self, kwargs: dict[str, Any]) -> Completion:
         """The completion, streamed unless DEEPRESEARCH_MODEL_STREAM=off. A
         parameter the endpoint rejects (``max_tokens`` where it wants
         ``max_completion_tokens``, or the other way; ``stream_options``) is
-        renamed or left out and the request sent again, once each; a tool
-        call answered with an empty stream is asked again without streaming
-        (and every later one of this worker)."""
+        renamed or left out and the request sent again, once each. An empty
+        event stream says nothing (llama-cpp-python sends one when it fails a
+        streamed request: a tool call it cannot stream, a prompt over its
+        window): the request is sent again at once without streaming, to hear
+        the answer or the error; a tool call that then succeeds is never
+        streamed again by this worker."""
         tried: set[str] = set()
+        whole = False
         while True:
             try:
-                return await self._send_once(kwargs)
+                completion = await self._send_once(kwargs, whole)
             except EmptyStream:
-                if not (self.streamed(kwargs) and calls_tools(kwargs)):
+                if whole:
                     raise
-                self.stream_tools = False
-                _warn(
-                    "the model server sent an empty stream for a tool call (llama-cpp-python's "
-                    "chatml-function-calling cannot stream one): this worker asks for tool calls without streaming"
-                )
+                whole = True
+                continue
             except openai.BadRequestError as err:
                 said = f"{err.message} {json.dumps(err.body, default=str)}".lower()
                 if not _REJECTED_PARAMETER.search(said):
@@ -90,13 +91,22 @@ class ModelEndpoint:
                     self.usage_option = False
                 else:
                     raise
+                continue
+            if whole and calls_tools(kwargs) and self.stream_tools:
+                self.stream_tools = False
+                _warn(
+                    "the model server sent an empty stream for a tool call, and answered it without streaming "
+                    "(llama-cpp-python's chatml-function-calling cannot stream one): this worker asks for tool "
+                    "calls without streaming"
+                )
+            return completion
 
     def streamed(self, kwargs: dict[str, Any]) -> bool:
         return self.settings.model_stream and (self.stream_tools or not calls_tools(kwargs))
 
-    async def _send_once(self, kwargs: dict[str, Any]) -> Completion:
+    async def _send_once(self, kwargs: dict[str, Any], whole: bool = False) -> Completion:
         settings = self.settings
-        if self.streamed(kwargs):
+        if self.streamed(kwargs) and not whole:
             extra = {"stream_options": {"include_usage": True}} if self.usage_option else {}
             return await llm_stream.stream_completion(
                 self.client, kwargs | extra, settings.model_timeout, settings.model_idle_timeout

@@ -16,10 +16,11 @@ model), ``Reply.stall`` (a silence mid-answer), ``Reply.reasoning`` (sent as
 models) and ``enforce_max_tokens`` (cut the reply at the request's bound,
 ``finish_reason: "length"``), ``unescaped_events`` (events whose JSON
 holds non-ASCII characters raw, U+2028 and U+0085 among them, as the demo
-model and many JSON encoders write them), ``no_streamed_tool_calls``
-(a streamed request whose reply calls a tool gets an empty event stream,
-as llama-cpp-python's ``chatml-function-calling`` answers: "Automatic
-streaming tool choice is not supported") and ``serial`` (one request at a
+model and many JSON encoders write them), ``empty_failed_streams`` (a
+streamed request the server fails gets an empty event stream, the error only
+in the server's log, as llama-cpp-python answers a tool call its
+``chatml-function-calling`` cannot stream, "Automatic streaming tool choice
+is not supported", or a prompt over its ``context_window``) and ``serial`` (one request at a
 time, as llama-cpp-python serves them: an answer not streamed is written to
 its end even when the client has left, and ``GET /v1/models`` is answered
 only once the server is free). ``streams_cut`` counts the streams the client
@@ -44,6 +45,7 @@ ROLES = (
     "followup", "judge",
 )  # fmt: skip
 
+_EMPTY_STREAM = Response(200, b"", {"Content-Type": "text/event-stream; charset=utf-8"})
 _ERROR_TYPES = {
     400: ("invalid_request_error", None),
     401: ("invalid_request_error", "invalid_api_key"),
@@ -89,7 +91,7 @@ class ScriptedLLM(ScriptedServer):
         self.want_max_completion_tokens = False
         self.enforce_max_tokens = False
         self.unescaped_events = False
-        self.no_streamed_tool_calls = False
+        self.empty_failed_streams = False
         self.serial = False
         self._turn = threading.Lock()  # held while a serial server writes an answer
         self.streams_cut = 0  # streams the client closed before their end
@@ -140,6 +142,8 @@ class ScriptedLLM(ScriptedServer):
         if self.context_window and size > self.context_window:
             with self._lock:
                 self.rejected.append((role_of(request), size))
+            if request.get("stream") and self.empty_failed_streams:
+                return _EMPTY_STREAM
             return json_response(
                 400,
                 {
@@ -158,9 +162,9 @@ class ScriptedLLM(ScriptedServer):
         if isinstance(reply, str):
             reply = Reply(reply)
         stream = bool(request.get("stream")) and not self.plain_json_streams
-        if stream and self.no_streamed_tool_calls and isinstance(reply, Reply) and reply.tool_calls:
+        if stream and self.empty_failed_streams and isinstance(reply, Reply) and reply.tool_calls:
             if request.get("tools") and request.get("tool_choice", "auto") == "auto":
-                return Response(200, b"", {"Content-Type": "text/event-stream; charset=utf-8"})
+                return _EMPTY_STREAM
         if isinstance(reply, dict):
             raw = json.dumps(reply)
             reply = Reply(body=f"data: {raw}\n\ndata: [DONE]\n\n" if stream else raw)

@@ -328,7 +328,7 @@ async def test_a_server_that_cannot_stream_tool_calls_is_asked_without_streaming
     # Issue 31: llama-cpp-python's chatml-function-calling (the documented
     # setup) answers a streamed tool call with an empty stream; it was called
     # "the answer was cut off" and retried 12 times until the run failed.
-    llm.no_streamed_tool_calls = True
+    llm.empty_failed_streams = True
     result = await run(temporal_client, task_queue)
     assert result.status == "completed" and FACT in result.final_report
     first = attempts_of_first(llm, "coordinator")  # the first tool call: asked again at once, not streamed
@@ -337,6 +337,27 @@ async def test_a_server_that_cannot_stream_tool_calls_is_asked_without_streaming
     researcher = [r for r in llm.calls("researcher") if r.get("tool_choice") == "auto"]
     assert researcher and not any(r.get("stream") for r in researcher) and all(bound(r) for r in researcher)
     assert all(r.get("stream") for r in llm.calls("reporter"))  # calls without tools still stream
+
+
+async def test_a_prompt_over_the_window_streamed_empty_is_asked_again_and_the_window_learned(
+    temporal_client, task_queue, research_worker, llm, script
+):
+    # llama-cpp-python answers a streamed prompt over its window with an
+    # empty stream (the error only in its log): asked again without
+    # streaming, it says its window, and the request is fitted to it. Here
+    # the reporter's request (long findings) is over the server's 6,000 (the
+    # coder's too, but tool calls go unstreamed here once the coordinator's did).
+    from tests.test_nothing_lost import long_page
+
+    findings = long_page("A", [f"FACT: the keeper logged {n} ships." for n in (1, 2, 3)], size=40_000)
+    script.researcher = lambda request: findings
+    llm.context_window, llm.empty_failed_streams = 6_000, True
+    async with research_worker(DEEPRESEARCH_CONTEXT_WINDOW="32000"):
+        result = await run(temporal_client, task_queue, timeout=120)
+    assert result.status == "completed" and "FACT: the keeper logged 1 ships." in result.final_report
+    reporter = llm.calls("reporter")
+    assert [(r["_status"], bool(r.get("stream"))) for r in reporter[:2]] == [(200, True), (400, False)]
+    assert all(r["_status"] == 200 for r in reporter[2:])  # fitted to the window learned
 
 
 async def test_a_call_not_streamed_that_timed_out_is_not_asked_again_behind_itself(
