@@ -173,35 +173,6 @@ def model_rows(settings: Settings, listed: set[str] | None, alive: bool) -> list
     return rows
 
 
-class ProbeFailed(Exception):
-    """A probe's request failed; the message says how, in a few words."""
-
-
-async def ask(settings: Settings, body: dict):
-    """One request sent as runs send it (activities/model_endpoint.py):
-    streamed unless DEEPRESEARCH_MODEL_STREAM=off, an empty stream asked
-    again without streaming, within ``CHAT_SECONDS``. Returns the completion
-    and the endpoint, which says what it learned (``stream_tools``)."""
-    import openai
-
-    from activities.llm_stream import BrokenStream, Looping, Silence
-    from activities.model_endpoint import ModelEndpoint
-
-    endpoint = ModelEndpoint(dataclasses.replace(settings, model_timeout=CHAT_SECONDS, model_idle_timeout=CHAT_SECONDS))
-    try:
-        return await endpoint.send(dict(body)), endpoint
-    except openai.APIStatusError as err:
-        raise ProbeFailed(f"HTTP {err.status_code}: {' '.join(str(err.message).split())[:120]}") from None
-    except openai.OpenAIError as err:
-        raise ProbeFailed(f"{type(err).__name__}: {' '.join(str(err).split())[:100]}") from None
-    except Silence:
-        raise ProbeFailed(f"no answer within {CHAT_SECONDS:g} s") from None
-    except (BrokenStream, Looping) as err:
-        raise ProbeFailed(" ".join(str(err).split())[:120]) from None
-    finally:
-        await endpoint.client.close()
-
-
 PING = {
     "type": "function",
     "function": {
@@ -224,13 +195,15 @@ async def tool_row(settings: Settings, base: str) -> Row:
     }
     fix = "set DEEPRESEARCH_TOOL_CALLING=json if this model has no tool calling"
     json_mode = "DEEPRESEARCH_TOOL_CALLING=json: tools are described in the prompt"
-    try:
-        completion, endpoint = await ask(settings, body)
-    except ProbeFailed as err:
+    from worker import probe_chat  # what runs do: the worker's own ModelEndpoint
+
+    probe = await probe_chat(settings, body, CHAT_SECONDS)
+    completion = probe.completion
+    if completion is None:
         if settings.tool_calling == "json":
             return Row("tool calling", "ok", json_mode)
-        return Row("tool calling", "warn", f"{model}: the request failed ({err}); {fix}")
-    if settings.model_stream and not endpoint.stream_tools:
+        return Row("tool calling", "warn", f"{model}: the request failed ({probe.problem}); {fix}")
+    if settings.model_stream and not probe.streams_tools:
         called = "called the tool" if completion.tool_calls else "answered without calling the tool"
         return Row(
             "tool calling",
@@ -254,10 +227,14 @@ async def json_row(settings: Settings, base: str) -> Row:
         "response_format": {"type": "json_object"},
         "max_tokens": 32,
     }
+    from worker import probe_chat
+
+    probe = await probe_chat(settings, body, CHAT_SECONDS)
     try:
-        completion, _ = await ask(settings, body)
-        value = json.loads(completion.content or "")
-    except (ProbeFailed, ValueError) as err:
+        if probe.completion is None:
+            raise ValueError(probe.problem)
+        value = json.loads(probe.completion.content or "")
+    except ValueError as err:
         return Row("JSON output", "warn", f"{model}: no JSON object ({str(err)[:80]}); plans are repaired or re-asked")
     if isinstance(value, dict):
         return Row("JSON output", "ok", f"{model} replied with a JSON object")
@@ -287,7 +264,7 @@ async def speech_row(settings: Settings) -> Row:
     where = settings.tts_base_url or OPENAI
     if not settings.tts_base_url and not settings.openai_api_key:
         return Row("speech endpoint", "warn", "none: podcasts need DEEPRESEARCH_TTS_BASE_URL or OPENAI_API_KEY")
-    from activities.audio import AudioError, describe
+    from worker import audio_format
 
     fix = "set DEEPRESEARCH_TTS_BASE_URL to an OpenAI-compatible speech server (podcasts only)"
     voice = settings.tts_voices[0]
@@ -305,10 +282,10 @@ async def speech_row(settings: Settings) -> Row:
             f"{where} refused to speak (HTTP {response.status_code}: {said}); model {settings.tts_model}: {fix}",
         )
     try:
-        clip = describe(response.content)
-    except AudioError as err:
+        spoken = audio_format(response.content)
+    except ValueError as err:
         return Row("speech endpoint", "warn", f"{where} sent no usable audio ({err}): {fix}")
-    return Row("speech endpoint", "ok", f"{where}, model {settings.tts_model}: spoke a word ({clip.format})")
+    return Row("speech endpoint", "ok", f"{where}, model {settings.tts_model}: spoke a word ({spoken})")
 
 
 # Each engine's default address (activities/search/; a test keeps them equal).
