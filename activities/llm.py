@@ -23,9 +23,9 @@ import openai
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import context, cut_replies, overflow, reading, text_tools, tokens
+from activities import context, cut_replies, model_endpoint, overflow, reading, text_tools, tokens
 from activities.heartbeat import heartbeating
-from activities.llm_stream import BrokenStream, Completion, Looping, Silence
+from activities.llm_stream import BrokenStream, Completion, Looping, Silence, ToolStreamRefused
 from activities.model_endpoint import ModelEndpoint
 from activities.off_loop import off_loop
 from activities.retry_after import retry_delay
@@ -168,10 +168,11 @@ class ModelActivities:
         return out
 
     async def build_request(
-        self, request: ModelRequest, window: int | None = None
+        self, request: ModelRequest, window: int | None = None, as_text: bool = False
     ) -> tuple[dict[str, Any], list[Message]]:
         """The chat-completion arguments for ``request``, fitted to ``window``
-        tokens (default: the role's window, or what the run learned of it)."""
+        tokens (default: the role's window, or what the run learned of it);
+        ``as_text``: its tools described in the prompt, whatever the setting."""
         earlier = json.loads(await self.blobs.get(request.history)) if request.history else []
         conversation = [Message.model_validate(m) for m in earlier] + request.messages
         refs = sorted({m.blob for m in conversation if m.blob})  # tool outputs, crawled pages
@@ -191,7 +192,7 @@ class ModelActivities:
         )
         if not shown_in_part:  # the reading tools only when there is something to read on
             tools = [t for t in tools if t["function"]["name"] not in READER_TOOLS]
-        native = self.settings.tool_calling == "native"
+        native = self.settings.tool_calling == "native" and not as_text
         if not native:  # describe the tools in the prompt instead
             calls_allowed = request.tool_choice == "auto"
             system["content"] += text_tools.instruction(tools, calls_allowed, request.json_mode) if tools else ""
@@ -231,20 +232,30 @@ class ModelActivities:
         one) and sent again, up to ``OVERFLOW_RETRIES`` times. Returns the
         completion, the conversation and the window learned (None: as set)."""
         window, learned = self.window(request), None
-        for attempt in range(OVERFLOW_RETRIES + 1):
-            kwargs, conversation = await self.build_request(request, window)
+        as_text = not self.api.native_tools
+        for attempt in range(OVERFLOW_RETRIES + 2):  # (+1: a tool call asked again as text)
+            kwargs, conversation = await self.build_request(request, window, as_text)
             if headers:
                 kwargs["extra_headers"] = headers
             try:
                 async with heartbeating():
-                    return counted(await self.api.send(kwargs), kwargs), conversation, learned
+                    completion = await self.api.send(kwargs)
+                if as_text and self.api.native_tools:  # the same request streamed as text: the server's limit
+                    self.api.native_tools = False
+                    model_endpoint.warn(
+                        "the model server cannot stream a tool call (llama-cpp-python's chatml-function-calling): "
+                        "this worker describes the tools in the prompt instead (as DEEPRESEARCH_TOOL_CALLING=json)"
+                    )
+                return counted(completion, kwargs), conversation, learned
+            except ToolStreamRefused:
+                as_text = True
             except Looping as err:
                 return counted(self._looped(err, request), kwargs), conversation, learned
             except openai.APIStatusError as err:
                 said = f"{err} {json.dumps(err.body, default=str)}"
                 if not overflow.is_overflow(err.status_code, said):
                     raise classify(err, self.settings.secrets, endpoint_hint=self.endpoint) from None
-                if attempt == OVERFLOW_RETRIES:
+                if attempt >= OVERFLOW_RETRIES:
                     raise ApplicationError(
                         f"the model provider still finds the request too long for its context window after "
                         f"fitting it to {window:,} tokens ({scrub(str(err.message), self.settings.secrets)}): "
@@ -315,7 +326,8 @@ class ModelActivities:
         content = strip_think(clean_text(completion.content))
         calls = await off_loop(tool_calls, completion.tool_calls)  # json-repair: off the event loop
         allowed = request.tools + [t["function"]["name"] for t in request.extra_tools]
-        if self.settings.tool_calling != "native" and allowed and request.tool_choice == "auto":
+        text_tools_used = self.settings.tool_calling != "native" or not self.api.native_tools
+        if text_tools_used and allowed and request.tool_choice == "auto" and not calls:  # (native ones kept)
             content, calls = await off_loop(text_tools.parse_reply, content, allowed)
         cut = completion.finish_reason in cut_replies.CUT
         if cut and not calls and request.output == "text" and content:

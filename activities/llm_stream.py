@@ -31,6 +31,7 @@ from httpx_sse import EventSource, ServerSentEvent
 from openai import AsyncOpenAI
 
 from activities.repetition import LoopWatch, cut_loop
+from workflows.clean import split_lines
 
 MAX_PLAIN_BODY = 4_000_000  # bytes of an answer kept, to read it as one JSON body if it holds no event
 
@@ -49,9 +50,14 @@ class BrokenStream(Exception):
 
 
 class EmptyStream(BrokenStream):
-    """The event stream ended before its first event (llama-cpp-python's
-    ``chatml-function-calling`` answers so when it cannot stream the tool call
-    its model chose: "Automatic streaming tool choice is not supported")."""
+    """The event stream ended before its first event (keep-alive comments
+    aside): llama-cpp-python answers so when it fails a streamed request,
+    e.g. a tool call its ``chatml-function-calling`` cannot stream
+    ("Automatic streaming tool choice is not supported")."""
+
+
+class ToolStreamRefused(EmptyStream):
+    """A streamed request with native tool calls got an empty stream."""
 
 
 class Looping(Exception):
@@ -244,8 +250,8 @@ async def _read_events(http: httpx.Response, assembly: _Assembly, first: float, 
             except TimeoutError:
                 raise Silence(allowed, not spoke) from None
             except StopAsyncIteration:  # ended without [DONE]: complete only if it said how it finished
-                if not count and kept.text().strip():
-                    _whole_body(kept.text(), assembly)
+                if not count and (body := _without_comments(kept.text())).strip():
+                    _whole_body(body, assembly)
                 elif not count:
                     raise EmptyStream("the answer ended before its first event") from None
                 elif assembly.done.finish_reason is None:
@@ -267,6 +273,11 @@ async def _read_events(http: httpx.Response, assembly: _Assembly, first: float, 
                 raise Looping(assembly.cut())
     finally:
         await events.aclose()
+
+
+def _without_comments(text: str) -> str:
+    """``text`` without event-stream comment lines (``: ping``, a keep-alive)."""
+    return "\n".join(line for line in split_lines(text) if not line.startswith(":"))
 
 
 class _Kept:

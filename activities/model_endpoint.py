@@ -4,9 +4,12 @@ sent, streamed or not, with what the endpoint turned out to accept.
 Learned per worker, from the endpoint's answers: the name of the output
 bound (``max_tokens``, or ``max_completion_tokens`` for OpenAI's reasoning
 models), whether it takes ``stream_options``, and whether it can stream a
-tool call (llama-cpp-python's ``chatml-function-calling`` answers a streamed
-tool call with an empty stream: "Automatic streaming tool choice is not
-supported"; such calls are then sent without streaming).
+tool call. llama-cpp-python's ``chatml-function-calling`` answers a streamed
+tool call with an empty stream ("Automatic streaming tool choice is not
+supported"), and one not streamed ignores ``max_tokens`` and the client
+hanging up; so its tool calls are then made as text instead (the tools
+described in the prompt, as DEEPRESEARCH_TOOL_CALLING=json does): streamed,
+bounded, cut on silence (``ToolStreamRefused``; activities/llm.py).
 
 A call not streamed is bounded by DEEPRESEARCH_MODEL_TIMEOUT in all. A
 server may go on writing such an answer after we hang up (llama-cpp-python
@@ -27,7 +30,7 @@ from openai import AsyncOpenAI
 from temporalio import activity
 
 from activities import llm_stream
-from activities.llm_stream import Completion, EmptyStream, Silence
+from activities.llm_stream import Completion, EmptyStream, Silence, ToolStreamRefused
 from infra.settings import Settings
 
 # At most this long (or twice DEEPRESEARCH_MODEL_TIMEOUT) a call waits for the
@@ -53,7 +56,7 @@ class ModelEndpoint:
         )
         self.bound_name = "max_tokens"  # or "max_completion_tokens" (OpenAI's reasoning models)
         self.usage_option = True  # stream_options.include_usage
-        self.stream_tools = True  # False once a tool call streamed empty was answered without streaming
+        self.native_tools = True  # False once the server could not stream a tool call: tools go as text
         self.maybe_busy = False  # a call not streamed timed out: the server may still be writing it
 
     async def send(self, kwargs: dict[str, Any]) -> Completion:
@@ -62,20 +65,21 @@ class ModelEndpoint:
         ``max_completion_tokens``, or the other way; ``stream_options``) is
         renamed or left out and the request sent again, once each. An empty
         event stream says nothing (llama-cpp-python sends one when it fails a
-        streamed request: a tool call it cannot stream, a prompt over its
-        window): the request is sent again at once without streaming, to hear
-        the answer or the error; a tool call that then succeeds is never
-        streamed again by this worker."""
+        streamed request, e.g. a prompt over its window): the request is sent
+        again at once without streaming, to hear the answer or the error; a
+        native tool call so answered raises ``ToolStreamRefused`` instead (the
+        caller asks again with the tools as text)."""
         tried: set[str] = set()
         whole = False
         while True:
             try:
-                completion = await self._send_once(kwargs, whole)
+                return await self._send_once(kwargs, whole)
             except EmptyStream:
                 if whole:
                     raise
+                if calls_tools(kwargs):
+                    raise ToolStreamRefused("the server sent an empty stream for a streamed tool call") from None
                 whole = True
-                continue
             except openai.BadRequestError as err:
                 said = f"{err.message} {json.dumps(err.body, default=str)}".lower()
                 if not _REJECTED_PARAMETER.search(said):
@@ -91,22 +95,10 @@ class ModelEndpoint:
                     self.usage_option = False
                 else:
                     raise
-                continue
-            if whole and calls_tools(kwargs) and self.stream_tools:
-                self.stream_tools = False
-                _warn(
-                    "the model server sent an empty stream for a tool call, and answered it without streaming "
-                    "(llama-cpp-python's chatml-function-calling cannot stream one): this worker asks for tool "
-                    "calls without streaming"
-                )
-            return completion
-
-    def streamed(self, kwargs: dict[str, Any]) -> bool:
-        return self.settings.model_stream and (self.stream_tools or not calls_tools(kwargs))
 
     async def _send_once(self, kwargs: dict[str, Any], whole: bool = False) -> Completion:
         settings = self.settings
-        if self.streamed(kwargs) and not whole:
+        if settings.model_stream and not whole:
             extra = {"stream_options": {"include_usage": True}} if self.usage_option else {}
             return await llm_stream.stream_completion(
                 self.client, kwargs | extra, settings.model_timeout, settings.model_idle_timeout
@@ -125,7 +117,7 @@ class ModelEndpoint:
         llama-cpp-python answers it only once the generation it is writing
         is done; a server that stops when the client hangs up answers at once.
         A server without the route, or down, is not waited for."""
-        _warn("waiting until the model server has finished the answer it was writing when the last call timed out")
+        warn("waiting until the model server has finished the answer it was writing when the last call timed out")
         try:
             async with asyncio.timeout(seconds):
                 await self.client.models.list()
@@ -138,6 +130,6 @@ def calls_tools(kwargs: dict[str, Any]) -> bool:
     return bool(kwargs.get("tools")) and kwargs.get("tool_choice") != "none"
 
 
-def _warn(message: str) -> None:
+def warn(message: str) -> None:
     if activity.in_activity():
         activity.logger.warning(message)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import openai
 
 from activities.audio import describe
-from activities.llm_stream import BrokenStream, Completion, Looping, Silence
+from activities.llm_stream import BrokenStream, Completion, Looping, Silence, ToolStreamRefused
 from activities.model_endpoint import ModelEndpoint
 from infra.settings import Settings
 
@@ -21,7 +21,7 @@ from infra.settings import Settings
 class ChatProbe:
     completion: Completion | None  # None: the request failed
     problem: str = ""  # how it failed, in a few words
-    streams_tools: bool = True  # False: a streamed tool call came back as an empty stream
+    streams_tools: bool = True  # False: a streamed tool call came back as an empty stream (runs use text tools)
 
 
 async def probe_chat(settings: Settings, body: dict, seconds: float) -> ChatProbe:
@@ -29,8 +29,9 @@ async def probe_chat(settings: Settings, body: dict, seconds: float) -> ChatProb
     quick = dataclasses.replace(settings, model_timeout=seconds, model_idle_timeout=seconds)
     endpoint = ModelEndpoint(quick)
     try:
-        completion = await endpoint.send(dict(body))
-        return ChatProbe(completion, streams_tools=endpoint.stream_tools)
+        return ChatProbe(await endpoint.send(dict(body)))
+    except ToolStreamRefused as err:
+        return ChatProbe(None, str(err), streams_tools=False)
     except openai.APIStatusError as err:
         return ChatProbe(None, f"HTTP {err.status_code}: {_short(err.message, 120)}")
     except openai.OpenAIError as err:

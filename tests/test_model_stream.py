@@ -322,21 +322,37 @@ async def test_a_stream_cut_off_midway_is_retried(temporal_client, task_queue, w
     assert len(attempts_of_first(llm, "reporter")) == 2
 
 
-async def test_a_server_that_cannot_stream_tool_calls_is_asked_without_streaming(
+async def test_a_server_that_cannot_stream_tool_calls_gets_them_as_text(
     temporal_client, task_queue, worker, llm, script
 ):
     # Issue 31: llama-cpp-python's chatml-function-calling (the documented
     # setup) answers a streamed tool call with an empty stream; it was called
-    # "the answer was cut off" and retried 12 times until the run failed.
+    # "the answer was cut off" and retried 12 times until the run failed. Not
+    # streamed, it ignores max_tokens: its tool calls are made as text instead.
+    from tests.test_no_tool_calling import without_tool_support
+
     llm.empty_failed_streams = True
+    llm.handler = without_tool_support(script, refuse_tools=False)
     result = await run(temporal_client, task_queue)
     assert result.status == "completed" and FACT in result.final_report
-    first = attempts_of_first(llm, "coordinator")  # the first tool call: asked again at once, not streamed
-    assert [bool(r.get("stream")) for r in first] == [True, False] and all(bound(r) for r in first)
-    # The worker remembers: every later tool call goes unstreamed at once, bounded all the same.
-    researcher = [r for r in llm.calls("researcher") if r.get("tool_choice") == "auto"]
-    assert researcher and not any(r.get("stream") for r in researcher) and all(bound(r) for r in researcher)
-    assert all(r.get("stream") for r in llm.calls("reporter"))  # calls without tools still stream
+    first = attempts_of_first(llm, "coordinator")  # the first tool call: asked again at once, as text
+    assert [("tools" in r, bool(r.get("stream"))) for r in first] == [(True, True), (False, True)]
+    assert "## Tools" in first[1]["messages"][0]["content"]
+    later = [r for r in llm.calls() if r["_request_id"] != first[0]["_request_id"]]
+    assert later and all("tools" not in r and r.get("stream") and bound(r) for r in later)  # the worker remembers
+    assert llm.calls("researcher") and (result.usage.searches, result.usage.crawls) == (2, 1)
+
+
+async def test_a_stream_of_keep_alive_comments_alone_is_empty_not_malformed(
+    temporal_client, task_queue, worker, llm, script
+):
+    # llama-cpp-python sends ": ping" comments while it works; a request it
+    # then fails ends with nothing else, which read "the answer is not JSON".
+    pings = b": ping - 2026-11-26 09:01:39\r\n\r\n: ping - 2026-11-26 09:01:54\r\n\r\n"
+    llm.raw_next("reporter", Response(200, iter([pings]), {"Content-Type": "text/event-stream; charset=utf-8"}))
+    result = await run(temporal_client, task_queue)
+    assert result.status == "completed" and FACT in result.final_report
+    assert [bool(r.get("stream")) for r in attempts_of_first(llm, "reporter")] == [True, False]  # asked again at once
 
 
 async def test_a_prompt_over_the_window_streamed_empty_is_asked_again_and_the_window_learned(

@@ -13,14 +13,17 @@ from testkit.research_script import EXPECTED_SUM, FACT
 from testkit.runs import start
 
 
-def without_tool_support(script):
+def without_tool_support(script, refuse_tools: bool = True):
     """Serve `script` as a model that has no tool calling: the request is
     translated back to the native shape for the script, and the script's tool
-    calls are sent as JSON text."""
+    calls are sent as JSON text. ``refuse_tools``: a request with native
+    tools is refused (else the script answers it natively)."""
 
     def handler(request: dict):
         if "tools" in request:
-            return Reply(status=400, content="tools are not supported by this model")
+            return (
+                Reply(status=400, content="tools are not supported by this model") if refuse_tools else script(request)
+            )
         names = re.findall(r"^- `(\w+)\(", request["messages"][0]["content"], re.MULTILINE)
         messages = []
         for m in request["messages"]:

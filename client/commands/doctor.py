@@ -193,29 +193,25 @@ async def tool_row(settings: Settings, base: str) -> Row:
         "tool_choice": "auto",
         "max_tokens": 64,
     }
+    if settings.tool_calling == "json":  # runs send no tools: nothing to try
+        return Row("tool calling", "ok", "DEEPRESEARCH_TOOL_CALLING=json: tools are described in the prompt")
     fix = "set DEEPRESEARCH_TOOL_CALLING=json if this model has no tool calling"
-    json_mode = "DEEPRESEARCH_TOOL_CALLING=json: tools are described in the prompt"
     from worker import probe_chat  # what runs do: the worker's own ModelEndpoint
 
     probe = await probe_chat(settings, body, CHAT_SECONDS)
     completion = probe.completion
-    if completion is None:
-        if settings.tool_calling == "json":
-            return Row("tool calling", "ok", json_mode)
-        return Row("tool calling", "warn", f"{model}: the request failed ({probe.problem}); {fix}")
-    if settings.model_stream and not probe.streams_tools:
-        called = "called the tool" if completion.tool_calls else "answered without calling the tool"
+    if not probe.streams_tools:
         return Row(
             "tool calling",
             "warn",
-            f"{model} {called}, but only without streaming: the server sent an empty stream for a streamed tool "
-            "call (llama-cpp-python's chatml-function-calling does); runs ask for tool calls without streaming, "
-            "each bounded by DEEPRESEARCH_MODEL_TIMEOUT alone (that server then ignores max_tokens)",
+            f"{model}: the server sent an empty stream for a streamed tool call (llama-cpp-python's "
+            "chatml-function-calling cannot stream one, and ignores max_tokens when not streamed): runs describe "
+            "the tools in the prompt instead, as DEEPRESEARCH_TOOL_CALLING=json does",
         )
+    if completion is None:
+        return Row("tool calling", "warn", f"{model}: the request failed ({probe.problem}); {fix}")
     if completion.tool_calls:
         return Row("tool calling", "ok", f"{model} called the tool")
-    if settings.tool_calling == "json":
-        return Row("tool calling", "ok", json_mode)
     return Row("tool calling", "warn", f"{model} answered without calling the tool; {fix}")
 
 
