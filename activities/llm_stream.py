@@ -19,6 +19,7 @@ U+0085 unescaped inside a string, and ``str.splitlines`` (httpx's
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
@@ -191,9 +192,12 @@ async def stream_completion(client: AsyncOpenAI, kwargs: dict[str, Any], first: 
         await _read_events(raw.http_response, assembly, first, idle, began)
         return assembly.result()
     except httpx.HTTPError as err:
+        if not assembly.done.choices:  # (llama-cpp-python fails a streamed request so too)
+            raise EmptyStream(f"the answer broke off before its first event: {type(err).__name__}: {err}") from None
         raise BrokenStream(f"the answer was cut off: {type(err).__name__}: {err}") from None
     finally:
-        await response.__aexit__(None, None, None)
+        with contextlib.suppress(httpx.HTTPError):  # closing a body that broke off can raise again
+            await response.__aexit__(None, None, None)
 
 
 async def whole_completion(client: AsyncOpenAI, kwargs: dict[str, Any], seconds: float) -> Completion:

@@ -58,6 +58,9 @@ class ModelEndpoint:
         self.usage_option = True  # stream_options.include_usage
         self.native_tools = True  # False once the server could not stream a tool call: tools go as text
         self.maybe_busy = False  # a call not streamed timed out: the server may still be writing it
+        # The last answer was an empty stream: llama-cpp-python hangs up after one, and the next request
+        # can meet that connection closed ("Connection error"): it is sent once more at once.
+        self.hung_up = False
 
     async def send(self, kwargs: dict[str, Any]) -> Completion:
         """The completion, streamed unless DEEPRESEARCH_MODEL_STREAM=off. A
@@ -73,8 +76,15 @@ class ModelEndpoint:
         whole = False
         while True:
             try:
-                return await self._send_once(kwargs, whole)
+                completion = await self._send_once(kwargs, whole)
+                self.hung_up = False
+                return completion
+            except openai.APIConnectionError as err:
+                if isinstance(err, openai.APITimeoutError) or not self.hung_up:
+                    raise
+                self.hung_up = False  # once more, on a connection of its own
             except EmptyStream:
+                self.hung_up = True
                 if whole:
                     raise
                 if calls_tools(kwargs):

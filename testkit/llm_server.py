@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from testkit.http_base import Response, ScriptedServer, json_response
+from testkit.http_base import HANG_UP, Response, ScriptedServer, json_response
 from testkit.tokenizers import faithful_count
 
 ROLES = (
@@ -45,7 +45,9 @@ ROLES = (
     "followup", "judge",
 )  # fmt: skip
 
-_EMPTY_STREAM = Response(200, b"", {"Content-Type": "text/event-stream; charset=utf-8"})
+# What llama-cpp-python sends for a streamed request it fails: no event, and
+# the connection closed after it, unannounced.
+_EMPTY_STREAM = Response(200, b"", {"Content-Type": "text/event-stream; charset=utf-8", HANG_UP: "1"})
 _ERROR_TYPES = {
     400: ("invalid_request_error", None),
     401: ("invalid_request_error", "invalid_api_key"),
