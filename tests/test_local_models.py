@@ -187,3 +187,14 @@ async def test_llama_cpp_python_is_named_and_its_untold_window_called_a_guess():
         f"no OPENAI_API_KEY: using the llama-cpp-python server at {url}/v1 (model smollm2-135m; it does not tell "
         "its context window: 32,000 tokens assumed, set DEEPRESEARCH_CONTEXT_WINDOW)"
     )
+
+
+def test_the_documented_llama_cpp_python_command_is_what_the_real_model_tier_runs():
+    """docs/local-models.md says only what was seen: the server flags it
+    recommends are the ones tests/test_real_model.py runs SmolLM2 with."""
+    from testkit.real_model import DOCUMENTED_FLAGS
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "local-models.md").read_text()
+    start = text.index("python -m llama_cpp.server --model")
+    command = " ".join(text[start : text.index("```", start)].replace("\\\n", " ").split())
+    assert " ".join(DOCUMENTED_FLAGS) in command, command
