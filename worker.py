@@ -29,6 +29,7 @@ from activities.local_docs.sharing import SharedIndexes
 from activities.mcp.activities import McpActivities
 from activities.mcp.config import load_mcp_config
 from activities.pacing import PacedSlots, Pacer
+from activities.probes import audio_format, probe_chat  # noqa: F401 - for `doctor` (client/commands/doctor.py)
 from activities.recheck import RecheckActivities
 from activities.sandbox import make_sandbox
 from activities.sandbox.activities import SandboxActivities

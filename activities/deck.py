@@ -26,6 +26,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from infra.blobs import BlobStore
+from workflows.clean import split_lines
 from workflows.models import Citation, Deck, DeckRequest
 
 # 16:9, in points (1 pt = 12,700 EMU).
@@ -160,7 +161,7 @@ def parse_marp(markdown: str) -> list[SlideSpec]:
 def _slide(chunk: str) -> SlideSpec:
     notes, chunk = split_notes(chunk)
     slide = SlideSpec(title="", notes=" ".join(n.strip() for n in notes)[:NOTES_LIMIT])
-    for line in chunk.splitlines():
+    for line in split_lines(chunk):  # a U+2028 inside a bullet is no line end
         if not line.strip():
             continue
         title = heading(line)

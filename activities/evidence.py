@@ -314,7 +314,8 @@ def support_of(request: SupportRequest, sources: list[Source]) -> tuple[str, str
     passages = arrange(sources, chunks, chosen, order)
     if chosen and not states_something(request.findings):  # the model wrote nothing usable: what it read stands for it
         short = arrange(sources, chunks, pick(sources, chunks, order, request.budget // 2), order)
-        findings = f"{NOTHING_WRITTEN}\n\n{short}"
+        said = request.findings.strip()  # a note of the workflow's, e.g. why nothing usable was written
+        findings = f"{said}\n\n{NOTHING_WRITTEN}\n\n{short}" if said else f"{NOTHING_WRITTEN}\n\n{short}"
     return findings, passages, len(chosen)
 
 

@@ -20,22 +20,23 @@ from typing import Any
 from urllib.parse import quote
 
 import openai
-from openai import AsyncOpenAI
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import context, cut_replies, overflow, reading, text_tools, tokens
+from activities import context, cut_replies, model_endpoint, overflow, reading, text_tools, tokens
 from activities.heartbeat import heartbeating
-from activities.llm_stream import BrokenStream, Completion, Looping, Silence, stream_completion
+from activities.llm_stream import BrokenStream, Completion, Looping, Silence, ToolStreamRefused
+from activities.model_endpoint import ModelEndpoint
 from activities.off_loop import off_loop
 from activities.pacing import Pacer, paced
 from activities.rate_limited import rate_limit_error, retry_after
 from infra.blobs import BlobStore
 from infra.settings import Settings
+from workflows.activity_calls import BOUNDED_MODEL_ATTEMPTS
 from workflows.clean import clean_text
 from workflows.echoes import measure
 from workflows.languages import language_name
-from workflows.model_output import read_plan, read_podcast_script, repair_arguments, strip_think
+from workflows.model_output import read_plan, read_podcast_script, repair_arguments, strip_think, unescape_entities
 from workflows.models import READER_TOOLS, Message, ModelReply, ModelRequest, ToolCall
 
 
@@ -72,9 +73,8 @@ def _tool_schemas() -> dict[str, dict]:
 OVERFLOW_RETRIES = 3  # refits after the provider says the request exceeds its window
 # A call that times out, loops or meets a provider's implausible "too long"
 # is tried at most this often (other failures: the activity's retry policy).
-BOUNDED_ATTEMPTS = 3
+BOUNDED_ATTEMPTS = BOUNDED_MODEL_ATTEMPTS
 TIMEOUT_BACKOFF = timedelta(seconds=10)  # times the attempt: a busy server finishes what it was writing
-_REJECTED_PARAMETER = re.compile(r"unsupported|not supported|unrecognized|unknown|not permitted|instead|extra")
 
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
@@ -143,18 +143,8 @@ class ModelActivities:
         self.tools = _tool_schemas()
         # Named in errors: the URL the user set, and the variable that sets it.
         self.endpoint = f"{settings.openai_base_url or 'https://api.openai.com/v1'} (OPENAI_BASE_URL)"
-        # Streamed calls time out on silence (llm_stream); the client's own
-        # timeout is the backstop, or the bound of a call that does not stream.
-        backstop = max(settings.model_timeout, settings.model_idle_timeout) + 30
-        self.client = AsyncOpenAI(
-            api_key=settings.openai_api_key or "not-needed",
-            base_url=settings.openai_base_url,
-            max_retries=0,  # Temporal owns retrying
-            timeout=backstop if settings.model_stream else settings.model_timeout,
-        )
-        # What this endpoint turned out to accept (learned from its 400s).
-        self.bound_name = "max_tokens"  # or "max_completion_tokens" (OpenAI's reasoning models)
-        self.usage_option = True  # stream_options.include_usage
+        self.api = ModelEndpoint(settings)  # what the endpoint accepts, learned per worker
+        self.client = self.api.client
 
     def _api_message(
         self, message: Message, blobs: dict[str, str], share: int, hints: str, room: int
@@ -180,10 +170,11 @@ class ModelActivities:
         return out
 
     async def build_request(
-        self, request: ModelRequest, window: int | None = None
+        self, request: ModelRequest, window: int | None = None, as_text: bool = False
     ) -> tuple[dict[str, Any], list[Message]]:
         """The chat-completion arguments for ``request``, fitted to ``window``
-        tokens (default: the role's window, or what the run learned of it)."""
+        tokens (default: the role's window, or what the run learned of it);
+        ``as_text``: its tools described in the prompt, whatever the setting."""
         earlier = json.loads(await self.blobs.get(request.history)) if request.history else []
         conversation = [Message.model_validate(m) for m in earlier] + request.messages
         refs = sorted({m.blob for m in conversation if m.blob})  # tool outputs, crawled pages
@@ -204,9 +195,10 @@ class ModelActivities:
         )
         if not shown_in_part:  # the reading tools only when there is something to read on
             tools = [t for t in tools if t["function"]["name"] not in READER_TOOLS]
-        native = self.settings.tool_calling == "native"
+        native = self.settings.tool_calling == "native" and not as_text
         if not native:  # describe the tools in the prompt instead
-            system["content"] += text_tools.instruction(tools, request.tool_choice == "auto") if tools else ""
+            calls_allowed = request.tool_choice == "auto"
+            system["content"] += text_tools.instruction(tools, calls_allowed, request.json_mode) if tools else ""
             messages = text_tools.as_text(messages)
         if request.on_overflow == "refuse" and (size := context.total_tokens(messages)) > budget:
             raise ApplicationError(
@@ -222,11 +214,11 @@ class ModelActivities:
         if tools and native:
             kwargs["tools"] = tools
             kwargs["tool_choice"] = request.tool_choice
-        if request.json_mode and native:
+        if request.json_mode:  # whatever the tool calling: text tool calls are JSON objects too
             kwargs["response_format"] = {"type": "json_object"}
         # The output bound: the role's, never more than the room left.
         room = window - context.total_tokens(messages) - context.tools_tokens(kwargs.get("tools") or []) - 16
-        kwargs[self.bound_name] = max(min(self.settings.max_output_for(role), room), 16)
+        kwargs[self.api.bound_name] = max(min(self.settings.max_output_for(role), room), 16)
         return kwargs, conversation
 
     def window(self, request: ModelRequest) -> int:
@@ -244,20 +236,30 @@ class ModelActivities:
         completion, the conversation, the window learned (None: as set) and
         the messages sent."""
         window, learned = self.window(request), None
-        for attempt in range(OVERFLOW_RETRIES + 1):
-            kwargs, conversation = await self.build_request(request, window)
+        as_text = not self.api.native_tools
+        for attempt in range(OVERFLOW_RETRIES + 2):  # (+1: a tool call asked again as text)
+            kwargs, conversation = await self.build_request(request, window, as_text)
             if headers:
                 kwargs["extra_headers"] = headers
             try:
                 async with heartbeating():
-                    return counted(await self._send(kwargs), kwargs), conversation, learned, kwargs["messages"]
+                    completion = await self.api.send(kwargs)
+                if as_text and self.api.native_tools:  # the same request streamed as text: the server's limit
+                    self.api.native_tools = False
+                    model_endpoint.warn(
+                        "the model server cannot stream a tool call (llama-cpp-python's chatml-function-calling): "
+                        "this worker describes the tools in the prompt instead (as DEEPRESEARCH_TOOL_CALLING=json)"
+                    )
+                return counted(completion, kwargs), conversation, learned, kwargs["messages"]
+            except ToolStreamRefused:
+                as_text = True
             except Looping as err:
                 return counted(self._looped(err, request), kwargs), conversation, learned, kwargs["messages"]
             except openai.APIStatusError as err:
                 said = f"{err} {json.dumps(err.body, default=str)}"
                 if not overflow.is_overflow(err.status_code, said):
                     raise classify(err, self.settings.secrets, endpoint_hint=self.endpoint) from None
-                if attempt == OVERFLOW_RETRIES:
+                if attempt >= OVERFLOW_RETRIES:
                     raise ApplicationError(
                         f"the model provider still finds the request too long for its context window after "
                         f"fitting it to {window:,} tokens ({scrub(str(err.message), self.settings.secrets)}): "
@@ -267,7 +269,7 @@ class ModelActivities:
                         non_retryable=True,
                     ) from None
                 sent = context.total_tokens(kwargs["messages"]) + context.tools_tokens(kwargs.get("tools") or [])
-                new = overflow.smaller_window(window, said, sent, kwargs.get(self.bound_name) or 0)
+                new = overflow.smaller_window(window, said, sent, kwargs.get(self.api.bound_name) or 0)
                 if new is None:  # the provider's numbers do not fit what was sent: not our overflow
                     raise _bounded(
                         ApplicationError(
@@ -280,7 +282,7 @@ class ModelActivities:
                 learned = window = new
                 if activity.in_activity():
                     activity.logger.info("context window exceeded: fitting the request to %s tokens", window)
-            except Silence as err:
+            except Silence as err:  # (a call not streamed: the next one waits until the server is free, model_endpoint)
                 raise _bounded(self._silence(err), TIMEOUT_BACKOFF) from None
             except BrokenStream as err:
                 said = scrub(str(err), self.settings.secrets)[:500]
@@ -290,53 +292,13 @@ class ModelActivities:
                 raise (_bounded(failure, TIMEOUT_BACKOFF) if failure.type == "ModelTimeout" else failure) from None
         raise AssertionError("unreachable")
 
-    async def _send(self, kwargs: dict[str, Any]) -> Completion:
-        """The completion, streamed unless DEEPRESEARCH_MODEL_STREAM=off. A
-        parameter the endpoint rejects (``max_tokens`` where it wants
-        ``max_completion_tokens``, or the other way; ``stream_options``) is
-        renamed or left out and the request sent again, once each."""
-        tried: set[str] = set()
-        while True:
-            try:
-                return await self._send_once(kwargs)
-            except openai.BadRequestError as err:
-                said = f"{err.message} {json.dumps(err.body, default=str)}".lower()
-                if not _REJECTED_PARAMETER.search(said):
-                    raise
-                sent = "max_tokens" if "max_tokens" in kwargs else "max_completion_tokens"
-                other = "max_completion_tokens" if sent == "max_tokens" else "max_tokens"
-                if "max_completion_tokens" in said and other not in tried and sent in kwargs:
-                    tried.add(other)
-                    kwargs[other] = kwargs.pop(sent)
-                    self.bound_name = other
-                elif "stream_options" in said and "stream_options" not in tried and self.settings.model_stream:
-                    tried.add("stream_options")
-                    self.usage_option = False
-                else:
-                    raise
-
-    async def _send_once(self, kwargs: dict[str, Any]) -> Completion:
-        settings = self.settings
-        if settings.model_stream:
-            extra = {"stream_options": {"include_usage": True}} if self.usage_option else {}
-            return await stream_completion(
-                self.client, kwargs | extra, settings.model_timeout, settings.model_idle_timeout
-            )
-        response = await self.client.chat.completions.create(**kwargs)
-        if not response.choices:
-            return Completion()
-        choice = response.choices[0]
-        return Completion(
-            content=choice.message.content or "",
-            tool_calls=list(choice.message.tool_calls or []),
-            finish_reason=choice.finish_reason,
-            prompt_tokens=_count(response.usage, "prompt_tokens"),
-            completion_tokens=_count(response.usage, "completion_tokens"),
-            choices=len(response.choices),
-        )
-
     def _silence(self, err: Silence) -> ApplicationError:
-        if err.first:
+        if err.whole:
+            said = (
+                f"the model did not answer in time: no whole answer within {err.seconds:g} s "
+                "(DEEPRESEARCH_MODEL_TIMEOUT; the call was not streamed)"
+            )
+        elif err.first:
             said = f"the model did not answer within {err.seconds:g} s (DEEPRESEARCH_MODEL_TIMEOUT)"
         else:
             said = f"the model stopped writing: no token for {err.seconds:g} s (DEEPRESEARCH_MODEL_IDLE_TIMEOUT)"
@@ -368,7 +330,8 @@ class ModelActivities:
         content = strip_think(clean_text(completion.content))
         calls = await off_loop(tool_calls, completion.tool_calls)  # json-repair: off the event loop
         allowed = request.tools + [t["function"]["name"] for t in request.extra_tools]
-        if self.settings.tool_calling != "native" and allowed and request.tool_choice == "auto":
+        text_tools_used = self.settings.tool_calling != "native" or not self.api.native_tools
+        if text_tools_used and allowed and request.tool_choice == "auto" and not calls:  # (native ones kept)
             content, calls = await off_loop(text_tools.parse_reply, content, allowed)
         cut = completion.finish_reason in cut_replies.CUT
         if cut and not calls and request.output == "text" and content:
@@ -455,11 +418,6 @@ def _reading_hints(conversation: list[Message]) -> str:
     return task[:4000] + "\n" + "\n".join(queries)
 
 
-def _count(usage: Any, name: str) -> int:
-    value = getattr(usage, name, None) if usage is not None else None
-    return value if isinstance(value, int) and value >= 0 else 0
-
-
 def tool_calls(raw: Any) -> list[ToolCall]:
     """The model's tool calls, whatever their shape: names and ids cleaned,
     missing or repeated ids replaced (every call must be answered under its
@@ -475,7 +433,7 @@ def tool_calls(raw: Any) -> list[ToolCall]:
             ident = f"call_{n}_{len(seen)}"
         seen.add(ident)
         name = clean_text(getattr(function, "name", None)).strip()[:200]
-        arguments = repair_arguments(getattr(function, "arguments", None))
+        arguments = unescape_entities(repair_arguments(getattr(function, "arguments", None)))
         if "think>" in arguments.lower():
             arguments = _without_reasoning(arguments)
         calls.append(ToolCall(id=ident, name=name, arguments=arguments))

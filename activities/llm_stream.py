@@ -9,35 +9,56 @@ last event, when ``stream_options.include_usage`` is honoured). Reasoning
 dropped. A reply that degenerates into repetition is cut off as it streams
 (``Looping``). A server that answers the streaming request with one plain
 JSON body (some do, and some scripted ones) is read as that.
+
+Events are read by httpx-sse, which ends a line at CR, LF or CRLF only, as
+the event-stream format says: a JSON encoder may leave U+2028, U+2029 or
+U+0085 unescaped inside a string, and ``str.splitlines`` (httpx's
+``aiter_lines``) would cut the event there.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
 import httpx
+from httpx_sse import EventSource, ServerSentEvent
 from openai import AsyncOpenAI
 
 from activities.repetition import LoopWatch, cut_loop
+from workflows.clean import split_lines
 
-MAX_PLAIN_BODY = 4_000_000  # characters of a non-event answer kept, to read it as one JSON body
+MAX_PLAIN_BODY = 4_000_000  # bytes of an answer kept, to read it as one JSON body if it holds no event
 
 
 class Silence(Exception):
-    """No token within the time allowed: ``seconds``; ``first``: no token at all."""
+    """No token within the time allowed: ``seconds``; ``first``: no token at
+    all; ``whole``: a call not streamed, whose whole answer did not come in time."""
 
-    def __init__(self, seconds: float, first: bool) -> None:
+    def __init__(self, seconds: float, first: bool, whole: bool = False) -> None:
         super().__init__(f"no token for {seconds:g} s")
-        self.seconds, self.first = seconds, first
+        self.seconds, self.first, self.whole = seconds, first, whole
 
 
 class BrokenStream(Exception):
     """The answer could not be read: cut off, malformed, or an error event."""
+
+
+class EmptyStream(BrokenStream):
+    """The event stream ended before its first event (keep-alive comments
+    aside): llama-cpp-python answers so when it fails a streamed request,
+    e.g. a tool call its ``chatml-function-calling`` cannot stream
+    ("Automatic streaming tool choice is not supported")."""
+
+
+class ToolStreamRefused(EmptyStream):
+    """A streamed request with native tool calls got an empty stream."""
 
 
 class Looping(Exception):
@@ -171,9 +192,27 @@ async def stream_completion(client: AsyncOpenAI, kwargs: dict[str, Any], first: 
         await _read_events(raw.http_response, assembly, first, idle, began)
         return assembly.result()
     except httpx.HTTPError as err:
+        if not assembly.done.choices:  # (llama-cpp-python fails a streamed request so too)
+            raise EmptyStream(f"the answer broke off before its first event: {type(err).__name__}: {err}") from None
         raise BrokenStream(f"the answer was cut off: {type(err).__name__}: {err}") from None
     finally:
-        await response.__aexit__(None, None, None)
+        with contextlib.suppress(httpx.HTTPError):  # closing a body that broke off can raise again
+            await response.__aexit__(None, None, None)
+
+
+async def whole_completion(client: AsyncOpenAI, kwargs: dict[str, Any], seconds: float) -> Completion:
+    """Send ``kwargs`` without streaming and read the answer, which comes
+    only once all of it is written: at most ``seconds`` in all (there is no
+    silence to watch). Raises the client's errors for an error status,
+    ``Silence`` (``whole``) when the time is up, or ``Looping``."""
+    try:
+        async with asyncio.timeout(seconds):
+            response = await client.chat.completions.create(**kwargs)
+    except TimeoutError:
+        raise Silence(seconds, True, whole=True) from None
+    assembly = _Assembly()
+    _whole(response.model_dump(), assembly)
+    return assembly.result()
 
 
 async def _plain_body(http: httpx.Response, assembly: _Assembly, left: float) -> Completion:
@@ -192,42 +231,84 @@ def _whole_body(body: str | bytes, assembly: _Assembly) -> None:
         data = json.loads(body)
     except ValueError:
         raise BrokenStream(f"the answer is not JSON: {body[:200]!r}") from None
+    _whole(data, assembly)
+
+
+def _whole(data: Any, assembly: _Assembly) -> None:
     assembly.add(data)
     if assembly.looping:
         raise Looping(assembly.cut())
 
 
 async def _read_events(http: httpx.Response, assembly: _Assembly, first: float, idle: float, began: float) -> None:
-    lines = http.aiter_lines()
+    kept = _Kept()
+    events = _events(http, kept)
     last_token, spoke = began, False
-    other: list[str] = []  # lines that are not events: a plain JSON body sent as an event stream?
-    events = 0
-    while True:
-        allowed = idle if spoke else first
-        try:
-            async with asyncio.timeout(max(last_token + allowed - time.monotonic(), 0.01)):
-                line = await anext(lines)
-        except TimeoutError:
-            raise Silence(allowed, not spoke) from None
-        except StopAsyncIteration:  # ended without [DONE]: complete only if it said how it finished
-            if not events and other:
-                _whole_body("\n".join(other), assembly)
-            elif assembly.done.finish_reason is None:
-                raise BrokenStream("the answer was cut off before its end") from None
-            return
-        if not line.startswith("data:"):  # blank separators, ": ping" comments, "event:" names
-            if not events and line.strip() and sum(map(len, other)) < MAX_PLAIN_BODY:
-                other.append(line)
-            continue
-        events += 1
-        data = line[5:].strip()
-        if data == "[DONE]":
-            return
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            raise BrokenStream(f"an event is not JSON: {data[:200]!r}") from None
-        if assembly.add(chunk):
-            last_token, spoke = time.monotonic(), True
-        if assembly.looping:
-            raise Looping(assembly.cut())
+    count = 0
+    try:
+        while True:
+            allowed = idle if spoke else first
+            try:
+                async with asyncio.timeout(max(last_token + allowed - time.monotonic(), 0.01)):
+                    event = await anext(events)
+            except TimeoutError:
+                raise Silence(allowed, not spoke) from None
+            except StopAsyncIteration:  # ended without [DONE]: complete only if it said how it finished
+                if not count and (body := _without_comments(kept.text())).strip():
+                    _whole_body(body, assembly)
+                elif not count:
+                    raise EmptyStream("the answer ended before its first event") from None
+                elif assembly.done.finish_reason is None:
+                    raise BrokenStream("the answer was cut off before its end") from None
+                return
+            if not event.data:  # an event without data: nothing of the answer
+                continue
+            count += 1
+            data = event.data.strip()
+            if data == "[DONE]":
+                return
+            try:
+                chunk = json.loads(data)
+            except ValueError:
+                raise BrokenStream(f"an event is not JSON: {data[:200]!r}") from None
+            if assembly.add(chunk):
+                last_token, spoke = time.monotonic(), True
+            if assembly.looping:
+                raise Looping(assembly.cut())
+    finally:
+        await events.aclose()
+
+
+def _without_comments(text: str) -> str:
+    """``text`` without event-stream comment lines (``: ping``, a keep-alive)."""
+    return "\n".join(line for line in split_lines(text) if not line.startswith(":"))
+
+
+class _Kept:
+    """The first ``MAX_PLAIN_BODY`` bytes of the body, as they pass to the
+    event parser: a server that sends one JSON body as an event stream (no
+    ``data:`` field in it) is read from them."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    async def passing(self, http: httpx.Response) -> AsyncIterator[bytes]:
+        async for chunk in http.aiter_bytes():
+            if self.size < MAX_PLAIN_BODY:
+                self.parts.append(chunk)
+                self.size += len(chunk)
+            yield chunk
+
+    def text(self) -> str:
+        return b"".join(self.parts).decode("utf-8", "replace")
+
+
+async def _events(http: httpx.Response, kept: _Kept) -> AsyncIterator[ServerSentEvent]:
+    """The body's server-sent events, read by httpx-sse: its lines end at CR,
+    LF or CRLF only, as the format says. (httpx's ``aiter_lines`` ends them
+    wherever ``str.splitlines`` does, at U+2028, U+2029, U+0085 and other
+    characters a JSON encoder may leave unescaped inside a string.)"""
+    body = httpx.Response(200, headers={"content-type": "text/event-stream; charset=utf-8"}, content=kept.passing(http))
+    async for event in EventSource(body).aiter_sse():
+        yield event

@@ -11,23 +11,32 @@ import hashlib
 import json
 import re
 
-from workflows.model_output import load_json
+from workflows.model_output import load_json, unescape_entities
 from workflows.models import ToolCall
 
 RESULT_PREFIX = "[result of tool call "
 
 
-def instruction(schemas: list[dict], allow_calls: bool) -> str:
+def instruction(schemas: list[dict], allow_calls: bool, json_answer: bool = False) -> str:
+    """The tools described for the system prompt. ``json_answer``: the
+    request is in JSON mode (the answer itself is a JSON object), so the
+    answer without a tool is that object, not plain text."""
+    answer = "the JSON object your instructions ask for" if json_answer else "plain text"
     if not allow_calls:
-        return "\n\n## Tools\n\nDo not call any tool now: reply with your final answer as plain text."
+        return f"\n\n## Tools\n\nDo not call any tool now: reply with your final answer as {answer}."
     lines = ["\n\n## Tools\n", "You can call these tools:"]
     for schema in schemas:
         fn = schema["function"]
         params = ", ".join(fn["parameters"].get("properties", {}))
         lines.append(f"- `{fn['name']}({params})`: {fn['description']}")
+    without = (
+        'the JSON object your instructions ask for, without a "tool_calls" key'
+        if json_answer
+        else "plain text, not JSON"
+    )
     lines.append(
         '\nTo call tools, reply with JSON only: {"tool_calls": [{"name": "<tool>", "arguments": {...}}]} '
-        "(several calls allowed). To answer without a tool, reply with plain text, not JSON."
+        f"(several calls allowed). To answer without a tool, reply with {without}."
     )
     return "\n".join(lines)
 
@@ -72,7 +81,7 @@ def parse_reply(text: str, allowed: list[str]) -> tuple[str, list[ToolCall]]:
     calls = []
     for n, call in enumerate(raw_calls):
         if isinstance(call, dict) and isinstance(call.get("name"), str) and call["name"] in allowed:
-            arguments = json.dumps(call.get("arguments") or {}, ensure_ascii=False)
+            arguments = unescape_entities(json.dumps(call.get("arguments") or {}, ensure_ascii=False))
             digest = hashlib.sha256(f"{n}{call['name']}{arguments}".encode()).hexdigest()[:12]
             calls.append(ToolCall(id=f"call_{digest}", name=call["name"], arguments=arguments))
     return ("" if calls else text), calls

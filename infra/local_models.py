@@ -9,8 +9,11 @@ server (found, or named by ``OPENAI_BASE_URL`` without a key):
 - the model is the first one ``/v1/models`` lists, unless ``DEEPRESEARCH_MODEL``
   names one;
 - the context window is what the server tells (Ollama ``/api/show``,
-  llama.cpp ``/props`` ``n_ctx``, vLLM ``/v1/models`` ``max_model_len``),
-  unless ``DEEPRESEARCH_CONTEXT_WINDOW`` is set.
+  llama.cpp's ``llama-server`` ``/props`` ``n_ctx``, vLLM ``/v1/models``
+  ``max_model_len``), unless ``DEEPRESEARCH_CONTEXT_WINDOW`` is set.
+  llama-cpp-python's server tells none (``/props`` is 404 there, and its
+  ``/v1/models`` holds only ids, ``owned_by: "me"``): the line says the
+  window is a guess, and ``doctor`` warns.
 
 Probes use short timeouts (a closed port answers at once; nothing here waits
 more than about two seconds) and run in the client or worker process at
@@ -28,7 +31,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from infra.settings import Settings
+from infra.settings import DEFAULT_CONTEXT_WINDOW, Settings, context_window_for
 
 WELL_KNOWN = (
     ("Ollama", "http://127.0.0.1:11434/v1"),
@@ -73,6 +76,11 @@ def _name_by_port(url: str) -> str:
     return {11434: "Ollama", 8080: "llama.cpp", 1234: "LM Studio", 8000: "vLLM"}.get(port or 0, "a local server")
 
 
+def _named(name: str, listing: tuple[dict, ...]) -> str:
+    """llama-cpp-python's server lists its models as ``owned_by: "me"``."""
+    return "llama-cpp-python" if listing and all(e.get("owned_by") == "me" for e in listing) else name
+
+
 def _client() -> httpx.AsyncClient:
     timeout = httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)
     return httpx.AsyncClient(timeout=timeout, trust_env=False, follow_redirects=False)
@@ -98,7 +106,7 @@ async def detect(env: Mapping[str, str]) -> LocalServer | None:
         listings = await asyncio.gather(*(list_models(client, url) for _, url in found))
     for (name, url), listing in zip(found, listings):
         if listing is not None:
-            return LocalServer(name, url, tuple(e["id"] for e in listing), listing)
+            return LocalServer(_named(name, listing), url, tuple(e["id"] for e in listing), listing)
     return None
 
 
@@ -165,7 +173,7 @@ async def resolve(env: Mapping[str, str] | None = None) -> Resolved:
             listing = await list_models(client, base)
         if listing is None:
             return Resolved(env)  # not answering: check_model_endpoint says so
-        server = LocalServer(_name_by_port(base), base, tuple(e["id"] for e in listing), listing)
+        server = LocalServer(_named(_name_by_port(base), listing), base, tuple(e["id"] for e in listing), listing)
     if not env.get("DEEPRESEARCH_MODEL") and server.models:
         env["DEEPRESEARCH_MODEL"] = server.models[0]
     model = env.get("DEEPRESEARCH_MODEL") or ""
@@ -181,7 +189,11 @@ async def resolve(env: Mapping[str, str] | None = None) -> Resolved:
     if name == "a local server" and source:  # not on its usual port: named by what told the window
         name = next((n for part, n in _TELLERS if part in source), name)
     what = f"the {name} server" if name != "a local server" else name
-    window = f", context window {env['DEEPRESEARCH_CONTEXT_WINDOW']} from {source}" if source else ""
+    if source:
+        window = f", context window {env['DEEPRESEARCH_CONTEXT_WINDOW']} from {source}"
+    else:
+        guess = context_window_for(model) if model else DEFAULT_CONTEXT_WINDOW
+        window = f"; it does not tell its context window: {guess:,} tokens assumed, set DEEPRESEARCH_CONTEXT_WINDOW"
     line = f"no OPENAI_API_KEY: using {what} at {server.base_url} (model {model or '?'}{window})"
     return Resolved(env, line, source)
 

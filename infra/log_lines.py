@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import logging
 
-from workflows.activity_calls import FILE_CALL, MODEL_CALL, SPEECH_CALL, TOOL_CALL
+from workflows.activity_calls import (
+    BOUNDED_MODEL_ATTEMPTS,
+    BOUNDED_MODEL_ERRORS,
+    FILE_CALL,
+    MODEL_CALL,
+    SPEECH_CALL,
+    TOOL_CALL,
+)
 
 # How many attempts each activity gets, read from the options the workflow
 # calls it with (workflows/activity_calls.py, workflows/side_calls.py).
@@ -27,6 +34,8 @@ def failed_activity(record: logging.LogRecord) -> str | None:
     name, attempt = info.get("activity_type", "activity"), info.get("attempt", 1)
     message = " ".join(str(getattr(err, "message", None) or err).split())[:300]
     limit = ATTEMPTS.get(name)
+    if name == "chat" and getattr(err, "type", None) in BOUNDED_MODEL_ERRORS:
+        limit = BOUNDED_MODEL_ATTEMPTS  # a timeout or a loop: the activity stops there, not at the policy's 12
     if getattr(err, "non_retryable", False):
         return f"{name} failed: {message}"
     if limit and attempt >= limit:

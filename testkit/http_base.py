@@ -27,6 +27,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from testkit.account_limit import AccountLimit
 
+HANG_UP = "X-Scripted-Hang-Up"  # a response header never sent: close the connection after this answer
+
 
 @dataclass
 class Response:
@@ -183,11 +185,16 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, response: Response) -> None:
         self.send_response(response.status)
         for name, value in response.headers.items():
-            self.send_header(name, value)
+            if name != HANG_UP:
+                self.send_header(name, value)
         if isinstance(response.body, bytes):
             self.send_header("Content-Length", str(len(response.body)))
             self.end_headers()
             self.wfile.write(response.body)
+            # A server that closes the connection after a whole answer without saying so (no
+            # "Connection: close"): the client's next request on it meets a closed connection.
+            if HANG_UP in response.headers:
+                self.close_connection = True
             return
         self.send_header("Connection", "close")
         self.close_connection = True

@@ -14,7 +14,16 @@ model), ``Reply.stall`` (a silence mid-answer), ``Reply.reasoning`` (sent as
 ``plain_json_streams`` (a JSON body even when asked to stream),
 ``reject_stream_options``, ``want_max_completion_tokens`` (OpenAI's reasoning
 models) and ``enforce_max_tokens`` (cut the reply at the request's bound,
-``finish_reason: "length"``). ``streams_cut`` counts the streams the client
+``finish_reason: "length"``), ``unescaped_events`` (events whose JSON
+holds non-ASCII characters raw, U+2028 and U+0085 among them, as the demo
+model and many JSON encoders write them), ``empty_failed_streams`` (a
+streamed request the server fails gets an empty event stream, the error only
+in the server's log, as llama-cpp-python answers a tool call its
+``chatml-function-calling`` cannot stream, "Automatic streaming tool choice
+is not supported", or a prompt over its ``context_window``) and ``serial`` (one request at a
+time, as llama-cpp-python serves them: an answer not streamed is written to
+its end even when the client has left, and ``GET /v1/models`` is answered
+only once the server is free). ``streams_cut`` counts the streams the client
 hung up on before their end.
 """
 
@@ -23,11 +32,12 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from testkit.http_base import Response, ScriptedServer, json_response
+from testkit.http_base import HANG_UP, Response, ScriptedServer, json_response
 from testkit.tokenizers import faithful_count
 
 ROLES = (
@@ -35,6 +45,9 @@ ROLES = (
     "followup", "judge",
 )  # fmt: skip
 
+# What llama-cpp-python sends for a streamed request it fails: no event, and
+# the connection closed after it, unannounced.
+_EMPTY_STREAM = Response(200, b"", {"Content-Type": "text/event-stream; charset=utf-8", HANG_UP: "1"})
 _ERROR_TYPES = {
     400: ("invalid_request_error", None),
     401: ("invalid_request_error", "invalid_api_key"),
@@ -79,6 +92,10 @@ class ScriptedLLM(ScriptedServer):
         self.reject_stream_options = False
         self.want_max_completion_tokens = False
         self.enforce_max_tokens = False
+        self.unescaped_events = False
+        self.empty_failed_streams = False
+        self.serial = False
+        self._turn = threading.Lock()  # held while a serial server writes an answer
         self.streams_cut = 0  # streams the client closed before their end
 
     @property
@@ -97,7 +114,27 @@ class ScriptedLLM(ScriptedServer):
         error = {"message": message, "type": kind, "param": None, "code": code}
         return json_response(status, {"error": error}, headers)
 
+    def _respond(self, path: str, headers, raw: bytes, method: str = "POST") -> Response:
+        if self.serial and method == "GET" and path.split("?")[0] == "/v1/models":
+            with self._turn:  # llama-cpp-python answers it only between two generations
+                return json_response(200, {"object": "list", "data": [{"id": "scripted-model", "object": "model"}]})
+        return super()._respond(path, headers, raw, method)
+
     def _reply(self, request: dict) -> Response:
+        if not self.serial:
+            return self._answer(request)
+        self._turn.acquire()
+        try:
+            response = self._answer(request)
+        except BaseException:
+            self._turn.release()
+            raise
+        if isinstance(response.body, bytes):
+            self._turn.release()
+            return response
+        return Response(response.status, _released(response.body, self._turn), response.headers)
+
+    def _answer(self, request: dict) -> Response:
         if self.strict_conversation and (problem := conversation_problem(request.get("messages") or [])):
             return self._error(400, problem, {})
         size = prompt_tokens(request)
@@ -107,6 +144,8 @@ class ScriptedLLM(ScriptedServer):
         if self.context_window and size > self.context_window:
             with self._lock:
                 self.rejected.append((role_of(request), size))
+            if request.get("stream") and self.empty_failed_streams:
+                return _EMPTY_STREAM
             return json_response(
                 400,
                 {
@@ -125,6 +164,9 @@ class ScriptedLLM(ScriptedServer):
         if isinstance(reply, str):
             reply = Reply(reply)
         stream = bool(request.get("stream")) and not self.plain_json_streams
+        if stream and self.empty_failed_streams and isinstance(reply, Reply) and reply.tool_calls:
+            if request.get("tools") and request.get("tool_choice", "auto") == "auto":
+                return _EMPTY_STREAM
         if isinstance(reply, dict):
             raw = json.dumps(reply)
             reply = Reply(body=f"data: {raw}\n\ndata: [DONE]\n\n" if stream else raw)
@@ -136,7 +178,8 @@ class ScriptedLLM(ScriptedServer):
             return self._response(reply, stream, reply.body.encode())
         completion = self._completion(request, reply)
         if stream:
-            return self._response(reply, True, self._counted(_sse(completion, request, reply)))
+            events = _sse(completion, request, reply, ascii=not self.unescaped_events)
+            return self._response(reply, True, self._counted(events))
         # Not streamed: the answer comes once the whole of it is written.
         pieces = len(list(_sse(completion, request, Reply())))
         time.sleep(reply.token_delay * pieces + (reply.stall[1] if reply.stall else 0.0))
@@ -209,15 +252,24 @@ class ScriptedLLM(ScriptedServer):
         }
 
 
-def _sse(completion: dict, request: dict, reply: Reply) -> Iterator[bytes]:
+def _released(body: Iterable[bytes], lock: threading.Lock) -> Iterator[bytes]:
+    """``body``, and ``lock`` released once it is sent (or given up)."""
+    try:
+        yield from body
+    finally:
+        lock.release()
+
+
+def _sse(completion: dict, request: dict, reply: Reply, ascii: bool = True) -> Iterator[bytes]:
     """The completion as chat.completion.chunk events, content in small
-    pieces, tool calls in two (name, then arguments), paced as ``reply`` says."""
+    pieces, tool calls in two (name, then arguments), paced as ``reply`` says;
+    ``ascii``: non-ASCII characters escaped in the JSON (else raw UTF-8)."""
     message, choice = completion["choices"][0]["message"], completion["choices"][0]
     head = {k: completion[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
 
     def event(delta: dict, finish_reason: str | None = None, **extra) -> bytes:
         chunk = head | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]} | extra
-        return f"data: {json.dumps(chunk)}\n\n".encode()
+        return f"data: {json.dumps(chunk, ensure_ascii=ascii)}\n\n".encode()
 
     def pieces() -> Iterator[bytes]:
         yield event({"role": "assistant", "content": ""})

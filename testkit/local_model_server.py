@@ -1,8 +1,10 @@
-"""A scripted local model server on loopback, as Ollama, llama.cpp, LM Studio
-or vLLM present themselves: an OpenAI-compatible chat endpoint that needs no
-key, ``/v1/models``, and the endpoint each uses to tell its context window
-(Ollama ``POST /api/show``, llama.cpp ``GET /props``, vLLM ``max_model_len``
-in ``/v1/models``; LM Studio tells none)."""
+"""A scripted local model server on loopback, as Ollama, llama.cpp, LM Studio,
+vLLM or llama-cpp-python present themselves: an OpenAI-compatible chat
+endpoint that needs no key, ``/v1/models``, and the endpoint each uses to
+tell its context window (Ollama ``POST /api/show``, llama.cpp's
+``llama-server`` ``GET /props``, vLLM ``max_model_len`` in ``/v1/models``;
+LM Studio and llama-cpp-python tell none: the latter lists its models as
+``owned_by: "me"`` and answers 404 at ``/props``)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import json
 from testkit.http_base import Response, json_response
 from testkit.llm_server import Handler, ScriptedLLM
 
-KINDS = ("ollama", "llama.cpp", "lmstudio", "vllm")
+KINDS = ("ollama", "llama.cpp", "lmstudio", "vllm", "llama-cpp-python")
 
 
 class LocalModelServer(ScriptedLLM):
@@ -34,6 +36,8 @@ class LocalModelServer(ScriptedLLM):
             self.probes.append(f"{method} {route}")
         if method == "GET" and route == "/v1/models":
             entry = {"id": self.model, "object": "model", "owned_by": self.kind}
+            if self.kind == "llama-cpp-python":
+                entry |= {"owned_by": "me", "permissions": []}
             if self.kind == "vllm":
                 entry["max_model_len"] = self.n_ctx
             return json_response(200, {"object": "list", "data": [entry]})

@@ -31,6 +31,11 @@ LLAMA_VERSION = "0.3.36"
 SMOLLM2_VERSION = "0.1.2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "smollm2-135m-instruct"
+# The server's flags as docs/local-models.md recommends them (a test checks
+# the two agree): tool calls through llama-cpp-python's own function-calling
+# chat format, which cannot stream a tool call (the worker then asks for tool
+# calls without streaming).
+DOCUMENTED_FLAGS = ("--chat_format", "chatml-function-calling")
 # No native tuning: AVX2/FMA/F16C only (no AVX-512, no AMX), so the wheel
 # runs on any machine of this kind and on any x86-64 CPU from the last decade.
 CMAKE_ARGS = (
@@ -127,7 +132,7 @@ class LlamaServer:
         command = [
             sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_ALIAS,
             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
-            "--n_threads", str(self.threads), "--verbose", "False",
+            "--n_threads", str(self.threads), "--verbose", "False", *DOCUMENTED_FLAGS,
         ]  # fmt: skip
         log = self.log_file.open("ab")
         self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

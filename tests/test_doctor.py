@@ -6,15 +6,19 @@ over HTTP."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from testkit.llm_server import Reply
 from testkit.local_model_server import LocalModelServer
+from testkit.speech_server import ScriptedSpeech
 
 BIN = Path(sys.executable).parent
 CHECKS = (
@@ -176,3 +180,85 @@ async def test_doctor_on_a_local_server_it_found_says_so(worker_env):
     endpoint = next(line for line in lines if "model endpoint" in line)
     assert "a local server found without OPENAI_API_KEY" in endpoint and "OPENAI_BASE_URL" not in endpoint
     assert "16,384 tokens, from the server (/v1/models max_model_len)" in done.stdout
+
+
+async def test_doctor_on_llama_cpp_python_warns_of_a_guessed_window_and_unstreamed_tool_calls(worker_env):
+    """Issue 31: the documented llama-cpp-python setup passed doctor while
+    every run failed: its window was a guess called "ok", and doctor's tool
+    call was not sent as runs send it (streamed), which that server answers
+    with an empty stream. Doctor now asks as runs ask, and says both."""
+    with LocalModelServer("llama-cpp-python", model="smollm2-135m", handler=cooperative) as server:
+        server.empty_failed_streams = True
+        env = {k: v for k, v in worker_env.items() if k not in ("OPENAI_API_KEY", "DEEPRESEARCH_MODEL")}
+        env["OPENAI_BASE_URL"] = f"http://127.0.0.1:{server.port}/v1"
+        done = await asyncio.to_thread(doctor, env)
+        asked = [(bool(r.get("stream")), bool(r.get("tools"))) for r in server.requests]
+    assert done.returncode == 0, done.stdout + done.stderr
+    status = rows(done.stdout)
+    assert status["context window"] == "warn" and status["tool calling"] == "warn"
+    window = next(line for line in done.stdout.splitlines() if "context window" in line)
+    assert "32,000 tokens, a guess" in window and "DEEPRESEARCH_CONTEXT_WINDOW" in window and "--n_ctx" in window
+    tools = next(line for line in done.stdout.splitlines() if "tool calling" in line)
+    assert "empty stream for a streamed tool call" in tools and "describe the tools in the prompt" in tools
+    assert (True, True) in asked  # the tool call streamed, as runs send it
+
+
+async def test_doctor_says_a_speech_endpoint_that_refuses_to_speak_is_not_ok(worker_env, llm):
+    """Issue 27: doctor said "ok speech endpoint" because the port was open;
+    the model server at OPENAI_BASE_URL has no /audio/speech."""
+    llm.handler = cooperative
+    done = await asyncio.to_thread(doctor, worker_env)
+    line = next(line for line in done.stdout.splitlines() if "speech endpoint" in line)
+    assert line.startswith("warn") and "refused to speak (HTTP 404" in line and "DEEPRESEARCH_TTS_BASE_URL" in line
+    with ScriptedSpeech() as speech:
+        done = await asyncio.to_thread(doctor, worker_env | {"DEEPRESEARCH_TTS_BASE_URL": speech.base_url})
+        spoken = [r["input"] for r in speech.requests]
+    line = next(line for line in done.stdout.splitlines() if "speech endpoint" in line)
+    assert line.startswith("ok") and "spoke a word (mp3)" in line and spoken == ["ok"]
+
+
+@contextlib.contextmanager
+def silent_server():
+    """A port that accepts connections and never answers."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError, OSError):
+                held.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    finally:
+        stop.set()
+        thread.join(5)
+        for connection in held:
+            connection.close()
+        listener.close()
+
+
+async def test_doctor_tells_a_server_that_does_not_answer_from_one_that_cannot_be_reached(worker_env):
+    """Issue 27: a server that accepted the connection and never answered was
+    called "cannot be reached (ReadTimeout)"."""
+    with silent_server() as url:
+        done = await asyncio.to_thread(doctor, worker_env | {"OPENAI_BASE_URL": url})
+    assert done.returncode == 1
+    failed = next(line for line in done.stdout.splitlines() if line.startswith("FAIL"))
+    assert f"{url} (OPENAI_BASE_URL) accepted the connection but did not answer in 10 s" in failed
+    assert "cannot be reached" not in failed and "ReadTimeout" not in failed
+
+
+async def test_doctor_looks_for_temporal_where_run_would(worker_env, dev_server, llm):
+    """Issue 31: with DEEPRESEARCH_DEV_SERVER_PORT, `run` starts or finds its
+    server on that port, and doctor checked localhost:7233."""
+    llm.handler = cooperative
+    port = dev_server.address.rsplit(":", 1)[1]
+    env = {k: v for k, v in worker_env.items() if k != "TEMPORAL_ADDRESS"} | {"DEEPRESEARCH_DEV_SERVER_PORT": port}
+    done = await asyncio.to_thread(doctor, env)
+    line = next(line for line in done.stdout.splitlines() if " Temporal " in f" {line} ")
+    assert line.startswith("ok") and f"localhost:{port} answers" in line, line

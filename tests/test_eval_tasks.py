@@ -190,3 +190,14 @@ def test_eval_refuses_such_a_task_file_before_anything_starts(tmp_path: Path):
         "(to /etc/passwd): not read"
     ]
     assert not (tmp_path / "data" / "temporal.db").exists()
+
+
+def test_a_task_holding_unicode_line_separators_loads_as_written(tmp_path: Path):
+    """Issue 27: JSON Lines ends a line at LF only. A question holding U+2028,
+    U+2029 or U+0085 unescaped (as many JSON encoders write them) is one line,
+    not two halves called "not JSON"."""
+    question = "Who built\u2028the light\u2029at Lantern Rock,\x85and when?"
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(json.dumps({**GOOD, "question": question}, ensure_ascii=False) + "\n", encoding="utf-8")
+    (task,) = load_tasks(path)
+    assert task.question == question.replace("\x85", "\n")  # NEL: a newline, as everywhere text is cleaned

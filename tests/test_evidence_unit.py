@@ -144,7 +144,7 @@ def test_a_step_whose_model_wrote_nothing_keeps_what_it_read_as_findings():
     sources = [Source("Rock", "http://x/rock", "The keeper logged 4417 ships in 1911 at Lantern Rock.")]
     request = SupportRequest(findings="(no findings)", focus="ships logged by the Lantern Rock keeper", budget=600)
     findings, passages, count = support_of(request, sources)
-    assert findings.startswith("The researcher wrote no findings of its own.")
+    assert findings.startswith("(no findings)\n\nThe researcher wrote no findings of its own.")
     assert "[Rock](http://x/rock): The keeper logged 4417 ships in 1911" in findings and count == 1
     written = SupportRequest(findings="- The keeper logged 4417 ships in 1911.", focus="ships", budget=600)
     assert support_of(written, sources)[0] == "- The keeper logged 4417 ships in 1911. ([source](http://x/rock))"

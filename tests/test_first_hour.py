@@ -114,6 +114,24 @@ async def test_2_an_activitys_warning_reads_as_words_not_a_python_dict():
     assert WorkerLines().format(record).endswith(f"temporalio.activity: {line}")  # a worker's log
 
 
+@pytest.mark.parametrize("kind", ["ModelRepetition", "ModelTimeout"])
+def test_a_retry_line_names_the_bound_the_call_really_has(kind):
+    """Issue 31: a reply that loops or a model that times out is tried 3
+    times, not the retry policy's 12; the line said "attempt 2 of 12"."""
+    import logging
+
+    from temporalio.exceptions import ApplicationError
+
+    try:
+        raise ApplicationError("the model's reply degenerated into repetition", type=kind)
+    except ApplicationError:
+        record = logging.LogRecord(
+            "temporalio.activity", logging.WARNING, "", 0, "Completing activity as failed", (), sys.exc_info()
+        )
+    record.temporal_activity = {"activity_type": "chat", "attempt": 2}
+    assert OneLine().format(record).startswith("chat failed (attempt 2 of 3): the model's reply degenerated")
+
+
 @contextlib.contextmanager
 def hanging_up_endpoint() -> Iterator[str]:
     """A model URL where something accepts connections and hangs up at once:

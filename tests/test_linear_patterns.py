@@ -102,6 +102,15 @@ def test_slides_markdown_still_reads_headings_bullets_tables_and_notes():
     ]
 
 
+def test_a_line_separator_inside_a_bullet_keeps_the_whole_bullet():
+    """Issue 27: a U+2028 in a slide's bullet split it, and the half without
+    its dash was dropped."""
+    from activities.deck import parse_marp
+
+    (slide,) = parse_marp("# Tides\n- The barrage\u2028opened in 1966\n- It still runs")
+    assert slide.bullets == [(0, "The barrage\u2028opened in 1966"), (0, "It still runs")]
+
+
 def test_a_report_full_of_brackets_has_its_citations_checked_at_once():
     out = finishes(
         """

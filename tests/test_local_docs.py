@@ -372,3 +372,11 @@ def test_13_a_link_inside_the_folder_is_read(tmp_path):
     (folder / "alias.md").symlink_to(folder / "sub" / "notes.md")
     report = LocalIndex(tmp_path / "index.sqlite").index([str(folder)])
     assert report.indexed == 2 and not report.problems
+
+
+def test_a_line_separator_inside_a_paragraph_is_no_line_end():
+    """Markdown ends lines at CR and LF only: text after a U+2028 or a form
+    feed is not a heading, and the characters stay in the text."""
+    sections = split_sections("# Tides\n\nThe barrage\u2028# opened in 1966\x0cand still runs.\n")
+    assert [s.title for s in sections] == ["Tides"]
+    assert "The barrage\u2028# opened in 1966\x0cand still runs." in sections[0].text

@@ -66,7 +66,8 @@ async def test_a_server_that_tells_no_window_keeps_the_default():
     assert settings.model_for("coordinator") == "qwen2.5-7b-instruct"
     assert settings.context_window_for("coordinator") == 32_000  # by name (qwen)
     assert "built-in table" in settings.context_window_source
-    assert line and "a local server at" in line and "context window" not in line
+    assert line and "a local server at" in line
+    assert "it does not tell its context window: 32,000 tokens assumed" in line  # a guess, said as one
 
 
 async def test_the_environment_wins_over_what_the_server_says():
@@ -171,3 +172,29 @@ async def test_worker_without_a_key_says_which_local_server_it_uses(worker_env):
         f"no OPENAI_API_KEY: using the Ollama server at {url}/v1 "
         "(model qwen2.5:0.5b, context window 16384 from the server (/api/show))"
     )
+
+
+async def test_llama_cpp_python_is_named_and_its_untold_window_called_a_guess():
+    """Issue 31: llama-cpp-python's server answers 404 at /props (llama.cpp's
+    own server's route) and tells its window nowhere: the line says so
+    instead of passing the default off as the server's."""
+    with LocalModelServer("llama-cpp-python", model="smollm2-135m") as server:
+        url = f"http://127.0.0.1:{server.port}"
+        settings, line = await local_settings(local_env(url))
+    assert settings.context_window_for("planner") == 32_000
+    assert not settings.context_window_source.startswith("the server")
+    assert line == (
+        f"no OPENAI_API_KEY: using the llama-cpp-python server at {url}/v1 (model smollm2-135m; it does not tell "
+        "its context window: 32,000 tokens assumed, set DEEPRESEARCH_CONTEXT_WINDOW)"
+    )
+
+
+def test_the_documented_llama_cpp_python_command_is_what_the_real_model_tier_runs():
+    """docs/local-models.md says only what was seen: the server flags it
+    recommends are the ones tests/test_real_model.py runs SmolLM2 with."""
+    from testkit.real_model import DOCUMENTED_FLAGS
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "local-models.md").read_text()
+    start = text.index("python -m llama_cpp.server --model")
+    command = " ".join(text[start : text.index("```", start)].replace("\\\n", " ").split())
+    assert " ".join(DOCUMENTED_FLAGS) in command, command

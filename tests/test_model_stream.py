@@ -178,7 +178,8 @@ async def test_a_slow_model_without_streaming_is_named_slow_not_unreachable(
 
 
 def looping(request: dict, normal) -> Reply:
-    return Reply("# Lantern Rock\n\n" + LOOP * 400, token_delay=0.002)
+    """A report that starts on the findings (their figure), then loops."""
+    return Reply("# Lantern Rock\n\nThe keeper logged 4417 ships in 1911.\n\n" + LOOP * 400, token_delay=0.002)
 
 
 async def test_a_looping_reply_is_cut_while_it_streams_and_asked_again(
@@ -276,6 +277,29 @@ async def test_a_server_that_answers_a_stream_with_plain_json_is_read(temporal_c
     assert result.usage.completion_tokens > 0
 
 
+SEPARATORS = "Lantern Rock's lamp\u2028turns all night,\u2029its keeper says,\x85and in fog too."
+
+
+def with_separators(request: dict, normal) -> Reply:
+    """The normal reply with U+2028, U+2029 and U+0085 in its text."""
+    content = normal.content if isinstance(normal, Reply) else str(normal)
+    return Reply(f"{content}\n\n{SEPARATORS}")
+
+
+async def test_line_separators_in_a_streamed_reply_are_text_not_line_ends(
+    temporal_client, task_queue, worker, llm, script
+):
+    # Issue 27: JSON encoders may leave U+2028, U+2029 and U+0085 unescaped;
+    # the event-stream format ends a line at CR and LF only, and an event cut
+    # at them read "an event is not JSON" until the run failed.
+    llm.unescaped_events = True
+    llm.handler = always(llm.handler, "reporter", with_separators)
+    result = await run(temporal_client, task_queue)
+    assert result.status == "completed" and FACT in result.final_report
+    assert "lamp\u2028turns all night,\u2029its keeper says,\nand in fog too." in result.final_report  # NEL: a newline
+    assert len(attempts_of_first(llm, "reporter")) == 1
+
+
 async def test_a_server_that_rejects_stream_options_is_asked_without(temporal_client, task_queue, worker, llm, script):
     llm.reject_stream_options = True
     result = await run(temporal_client, task_queue)
@@ -297,6 +321,77 @@ async def test_a_stream_cut_off_midway_is_retried(temporal_client, task_queue, w
     assert result.status == "completed" and FACT in result.final_report
     assert "Half a rep" not in result.final_report
     assert len(attempts_of_first(llm, "reporter")) == 2
+
+
+async def test_a_server_that_cannot_stream_tool_calls_gets_them_as_text(
+    temporal_client, task_queue, worker, llm, script
+):
+    # Issue 31: llama-cpp-python's chatml-function-calling (the documented
+    # setup) answers a streamed tool call with an empty stream; it was called
+    # "the answer was cut off" and retried 12 times until the run failed. Not
+    # streamed, it ignores max_tokens: its tool calls are made as text instead.
+    from tests.test_no_tool_calling import without_tool_support
+
+    llm.empty_failed_streams = True
+    llm.handler = without_tool_support(script, refuse_tools=False)
+    result = await run(temporal_client, task_queue)
+    assert result.status == "completed" and FACT in result.final_report
+    first = attempts_of_first(llm, "coordinator")  # the first tool call: asked again at once, as text
+    assert [("tools" in r, bool(r.get("stream"))) for r in first] == [(True, True), (False, True)]
+    assert "## Tools" in first[1]["messages"][0]["content"]
+    later = [r for r in llm.calls() if r["_request_id"] != first[0]["_request_id"]]
+    assert later and all("tools" not in r and r.get("stream") and bound(r) for r in later)  # the worker remembers
+    assert llm.calls("researcher") and (result.usage.searches, result.usage.crawls) == (3, 1)  # and the step's own
+
+
+async def test_a_stream_of_keep_alive_comments_alone_is_empty_not_malformed(
+    temporal_client, task_queue, worker, llm, script
+):
+    # llama-cpp-python sends ": ping" comments while it works; a request it
+    # then fails ends with nothing else, which read "the answer is not JSON".
+    pings = b": ping - 2026-11-26 09:01:39\r\n\r\n: ping - 2026-11-26 09:01:54\r\n\r\n"
+    llm.raw_next("reporter", Response(200, iter([pings]), {"Content-Type": "text/event-stream; charset=utf-8"}))
+    result = await run(temporal_client, task_queue)
+    assert result.status == "completed" and FACT in result.final_report
+    assert [bool(r.get("stream")) for r in attempts_of_first(llm, "reporter")] == [True, False]  # asked again at once
+
+
+async def test_a_prompt_over_the_window_streamed_empty_is_asked_again_and_the_window_learned(
+    temporal_client, task_queue, research_worker, llm, script
+):
+    # llama-cpp-python answers a streamed prompt over its window with an
+    # empty stream (the error only in its log): asked again without
+    # streaming, it says its window, and the request is fitted to it. Here
+    # the reporter's request (long findings) is over the server's 6,000 (the
+    # coder's too, but tool calls go unstreamed here once the coordinator's did).
+    from tests.test_nothing_lost import long_page
+
+    findings = long_page("A", [f"FACT: the keeper logged {n} ships." for n in (1, 2, 3)], size=40_000)
+    script.researcher = lambda request: findings
+    llm.context_window, llm.empty_failed_streams = 6_000, True
+    async with research_worker(DEEPRESEARCH_CONTEXT_WINDOW="32000"):
+        result = await run(temporal_client, task_queue, timeout=120)
+    assert result.status == "completed" and "FACT: the keeper logged 1 ships." in result.final_report
+    reporter = llm.calls("reporter")
+    assert [(r["_status"], bool(r.get("stream"))) for r in reporter[:2]] == [(200, True), (400, False)]
+    assert all(r["_status"] == 200 for r in reporter[2:])  # fitted to the window learned
+
+
+async def test_a_call_not_streamed_that_timed_out_is_not_asked_again_behind_itself(
+    temporal_client, task_queue, research_worker, llm, script
+):
+    # Issue 31: llama-cpp-python writes an answer not streamed to its end
+    # after the client has left, one request at a time; retried, the call
+    # queued behind its own abandoned generation. The planner's first
+    # answer takes 14 s to write, against a 1 s bound.
+    llm.serial = True
+    llm.handler = Override(llm.handler, "planner", lambda request, normal: paced(normal, delay=14))
+    async with research_worker(DEEPRESEARCH_MODEL_STREAM="off", DEEPRESEARCH_MODEL_TIMEOUT="1"):
+        result = await run(temporal_client, task_queue, timeout=120)
+    assert result.status == "completed" and FACT in result.final_report
+    first, retry = attempts_of_first(llm, "planner")
+    assert retry["_time"] >= first["_time"] + 14, "the retry was sent while the server still wrote the first answer"
+    assert retry["_status"] == 200
 
 
 async def test_streaming_can_be_turned_off(temporal_client, task_queue, research_worker, llm, script):

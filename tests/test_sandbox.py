@@ -54,6 +54,13 @@ async def test_exception_is_reported_with_traceback(sandbox):
     assert (await sandbox.run("s", "print(f)")).stdout.startswith("<function f")
 
 
+async def test_a_traceback_quotes_the_failing_line_after_a_form_feed_in_a_string(sandbox):
+    """Python ends source lines at CR and LF only; a form feed or U+2028 in
+    a string literal once shifted the quoted lines of a traceback."""
+    result = await sandbox.run("s", "page = 'one\x0ctwo\u2028three'\ncount = 1\nraise KeyError('boom')")
+    assert "raise KeyError('boom')" in result.error and "count = 1" not in result.error
+
+
 async def test_wall_time_limit_kills_the_session():
     box = LocalSandbox(timeout=1)
     try:

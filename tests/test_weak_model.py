@@ -160,3 +160,39 @@ def scheduled_activities(history: dict) -> list[str]:
         for e in history["events"]
         if "activityTaskScheduledEventAttributes" in e
     ]
+
+
+async def test_html_escaped_search_queries_are_searched_as_the_characters_they_mean(
+    temporal_client, task_queue, worker, llm, tavily, script
+):
+    """Issue 31: a real model wrote its queries HTML-escaped (``&#39;``), and
+    they reached the search engine so."""
+    researcher = script.researcher
+
+    def escaping(request):
+        reply = researcher(request)
+        if isinstance(reply, Reply) and reply.tool_calls and reply.tool_calls[0][0] == "web_search":
+            return Reply(tool_calls=[("web_search", {"query": "Lantern Rock&#39;s keeper &amp; &quot;lamp&quot;"})])
+        return reply
+
+    script.researcher = escaping
+    result = await (await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)).result()
+    assert result.status == "completed"
+    assert 'Lantern Rock\'s keeper & "lamp"' in [r["query"] for r in tavily.requests]
+
+
+def test_only_well_formed_entities_in_queries_urls_and_topics_are_unescaped():
+    from workflows.model_output import unescape_entities
+
+    def args(**values) -> str:
+        return json.dumps(values)
+
+    assert json.loads(unescape_entities(args(url="https://a.org/?x=1&amp;y=&#x32;"))) == {
+        "url": "https://a.org/?x=1&y=2"
+    }
+    assert json.loads(unescape_entities(args(research_topic="AT&amp;T"))) == {"research_topic": "AT&T"}
+    code = args(code="print('&amp; &#39;')")
+    assert unescape_entities(code) == code  # code means what it says
+    loose = args(query="Fish & chips &copy 2020 &#39")
+    assert unescape_entities(loose) == loose  # no well-formed reference: nothing to undo
+    assert unescape_entities('{"query": "a &amp; b"') == '{"query": "a &amp; b"'  # not JSON: left to the repairs

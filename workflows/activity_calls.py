@@ -51,6 +51,11 @@ MODEL_CALL = dict(
         non_retryable_error_types=["ModelAuthError", "ModelRequestError"],
     ),
 )
+# A model call that times out or loops is tried at most this often: the model
+# activity gives up then (activities/llm.py); the retry policy's attempts are
+# for a provider that is down or busy. The retry line names this bound for them.
+BOUNDED_MODEL_ATTEMPTS = 3
+BOUNDED_MODEL_ERRORS = ("ModelTimeout", "ModelRepetition")
 TOOL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=20), maximum_attempts=3
 )

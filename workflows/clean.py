@@ -34,6 +34,20 @@ def clean_text(value: object) -> str:
     return text
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """``text`` split into lines at CR, LF and CRLF only. ``str.splitlines``
+    also ends a line at U+2028, U+2029, U+0085, form feed and others, which
+    JSON Lines, markdown, Python source and event streams hold as ordinary
+    characters (a JSON encoder may leave them unescaped inside a string)."""
+    parts = _LINE_END.split(text)
+    if parts[-1] == "":
+        parts.pop()
+    return parts
+
+
 def clean_deep(value: Any) -> Any:
     """``clean_text`` applied to every string in nested lists and dicts."""
     if isinstance(value, str):

@@ -16,6 +16,7 @@ would fail the workflow task again and again and wedge the run, so:
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from typing import Any
@@ -141,6 +142,31 @@ def repair_arguments(raw: object) -> str:
     if problem is None and isinstance(value, dict):
         return text if _is_plain_json_object(text) else json.dumps(value, ensure_ascii=False)
     return text
+
+
+# A well-formed HTML character reference (numeric, or named with its ";").
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+# Arguments that are text to search or a URL: a model that writes them
+# HTML-escaped (``Lantern Rock&#39;s keeper``, ``?a=1&amp;b=2``) means the
+# characters. Code (run_python) and any other tool's arguments stay as written.
+PLAIN_TEXT_ARGUMENTS = ("query", "url", "research_topic")
+
+
+def unescape_entities(arguments: str) -> str:
+    """Tool-call arguments (a JSON object text) with the HTML character
+    references in their query, URL or topic replaced by the characters."""
+    if "&" not in arguments or len(arguments) > MAX_ARGUMENT_CHARS or nesting_depth(arguments) > MAX_NESTING:
+        return arguments
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return arguments
+    if not isinstance(value, dict):
+        return arguments
+    escaped = [k for k in PLAIN_TEXT_ARGUMENTS if isinstance(value.get(k), str) and _ENTITY.search(value[k])]
+    for key in escaped:
+        value[key] = clean_text(_ENTITY.sub(lambda m: html.unescape(m.group()), value[key]))
+    return json.dumps(value, ensure_ascii=False) if escaped else arguments
 
 
 def _is_plain_json_object(text: str) -> bool:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from activities.documents import CONVERTERS, pdf_in_child
+from workflows.clean import split_lines
 
 # File types, by extension.
 KINDS = {
@@ -135,7 +136,7 @@ def split_sections(markdown: str, size: int = CHUNK_CHARS) -> list[Section]:
         stack.append((level, heading))
         blocks.append((level, heading, above, []))
 
-    for line in markdown.splitlines():
+    for line in split_lines(markdown):  # markdown ends lines at CR and LF only
         lines = blocks[-1][3]
         if fence:
             if line.strip().startswith(fence):

@@ -144,7 +144,9 @@ class Capped(io.StringIO):
 
 
 def run(code, name, namespace):
-    linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+    # Lines as Python reads them (CR, LF, CRLF; not str.splitlines' form feed
+    # or U+2028, which a string literal may hold): tracebacks quote the right line.
+    linecache.cache[name] = (len(code), None, io.StringIO(code, newline=None).readlines(), name)
     out, err = Capped(), Capped()
     sys.stdout, sys.stderr = out, err
     error = None

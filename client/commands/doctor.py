@@ -1,16 +1,21 @@
 """`deepresearch doctor`: checks the configuration, one row per check, each
 failure naming what to set; exits non-zero when a check a run needs fails.
 
-Checks: Temporal, the model endpoint, each role's model, tool calling (one
-tiny tool-call request), JSON output, the context window and where it came
-from, the speech endpoint, the search engine and the sandbox's isolation.
-A local model server is found as `run` finds it (infra/local_models.py).
-Every probe has a short timeout, so a dead endpoint fails in seconds."""
+Checks: Temporal (where `run` would look), the model endpoint, each role's
+model, tool calling and JSON output (each one tiny request sent as runs send
+it: streamed, through the worker's own ``ModelEndpoint``), the context window
+and where it came from (a warning when it is a guess for a server that is
+not OpenAI's), the speech endpoint (one word spoken), the search engine and
+the sandbox's isolation. A local model server is found as `run` finds it
+(infra/local_models.py). Every probe has a short timeout, so a dead endpoint
+fails in seconds, and a server that takes the connection but does not answer
+is told apart from one that cannot be reached."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 from dataclasses import dataclass
@@ -19,13 +24,15 @@ from urllib.parse import urlsplit
 import httpx
 
 from client.devserver import port_open
-from client.options import DEV_SERVER_PORT, connection
+from client.options import DEV_SERVER_PORT, connection, dev_server_ports
 from infra.errors import ConfigError, cli_name
 from infra.local_models import candidates, local_settings
 from infra.settings import ROLES, Settings
 
 OPENAI = "https://api.openai.com/v1"
-CHAT_TIMEOUT = httpx.Timeout(60.0, connect=3.0)  # a slow local model answers a tiny request within this
+CHAT_SECONDS = 60.0  # a slow local model answers a tiny request within this
+ENDPOINT_TIMEOUT = httpx.Timeout(10.0, connect=3.0)
+SPEECH_TIMEOUT = httpx.Timeout(30.0, connect=3.0)
 
 
 @dataclass
@@ -58,9 +65,8 @@ async def main(args: argparse.Namespace) -> int:
     rows += model_rows(settings, listed, alive)
     rows.append(await tool_row(settings, base) if alive else Row("tool calling", "skip", "no model endpoint"))
     rows.append(await json_row(settings, base) if alive else Row("JSON output", "skip", "no model endpoint"))
-    window = settings.context_window_for("researcher")
-    rows.append(Row("context window", "ok", f"{window:,} tokens, from {settings.context_window_source}"))
-    rows.append(speech_row(settings))
+    rows.append(window_row(settings))
+    rows.append(await speech_row(settings))
     rows.append(await search_row(settings, problem))
     rows.append(await sandbox_row(settings))
     for row in rows:
@@ -74,6 +80,8 @@ async def main(args: argparse.Namespace) -> int:
 
 
 async def temporal_row(conn) -> Row:
+    if not conn.address_given:  # where `run` looks: the embedded server's port (DEEPRESEARCH_DEV_SERVER_PORT)
+        conn = dataclasses.replace(conn, address=f"localhost:{dev_server_ports()[0]}")
     host, _, port = conn.address.rpartition(":")
     host, number = host or "localhost", int(port or DEV_SERVER_PORT)
     if await asyncio.to_thread(port_open, host, number, 2.0):
@@ -92,6 +100,16 @@ def _headers(settings: Settings) -> dict[str, str]:
     return {"Authorization": f"Bearer {settings.openai_api_key or 'not-needed'}"}
 
 
+def unreachable(err: httpx.HTTPError, timeout: httpx.Timeout) -> str:
+    """What went wrong, after the address: a server that took the connection
+    and said nothing is not one that cannot be reached."""
+    if isinstance(err, httpx.ReadTimeout):
+        return f"accepted the connection but did not answer in {timeout.read:g} s (busy, or stuck?)"
+    if isinstance(err, httpx.ConnectTimeout):
+        return f"did not accept a connection in {timeout.connect:g} s"
+    return f"cannot be reached ({type(err).__name__})"
+
+
 async def endpoint_row(settings: Settings, base: str, found: bool = False) -> tuple[Row, set[str] | None]:
     """The endpoint's row, and the models it lists (None: it lists none).
     ``found``: a local server found on a well-known port, not set by the user."""
@@ -104,20 +122,16 @@ async def endpoint_row(settings: Settings, base: str, found: bool = False) -> tu
     where = f"{base} (a local server found without OPENAI_API_KEY)" if found else where
     try:
         # Through the same proxies as the model client (httpx reads them from the environment).
-        async with httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=3.0)) as client:
+        async with httpx.AsyncClient(timeout=ENDPOINT_TIMEOUT) as client:
             response = await client.get(base.rstrip("/") + "/models", headers=_headers(settings))
     except httpx.HTTPError as err:
-        reason = type(err).__name__
-        return (
-            Row(
-                "model endpoint",
-                "FAIL",
-                f"{where} cannot be reached ({reason}): start the server, or set OPENAI_BASE_URL to a running "
-                "OpenAI-compatible endpoint",
-                needed=True,
-            ),
-            None,
+        fix = (
+            "a server that answers one request at a time (llama-cpp-python) answers nothing while it writes: "
+            "try again when it is free"
+            if isinstance(err, httpx.ReadTimeout)
+            else "start the server, or set OPENAI_BASE_URL to a running OpenAI-compatible endpoint"
         )
+        return Row("model endpoint", "FAIL", f"{where} {unreachable(err, ENDPOINT_TIMEOUT)}: {fix}", needed=True), None
     if response.status_code in (401, 403):
         fix = "check OPENAI_API_KEY" if settings.openai_api_key else "set OPENAI_API_KEY"
         return Row(
@@ -159,14 +173,6 @@ def model_rows(settings: Settings, listed: set[str] | None, alive: bool) -> list
     return rows
 
 
-async def _chat(settings: Settings, base: str, body: dict) -> dict:
-    async with httpx.AsyncClient(timeout=CHAT_TIMEOUT) as client:
-        response = await client.post(base.rstrip("/") + "/chat/completions", json=body, headers=_headers(settings))
-    if response.status_code != 200:
-        raise ValueError(f"HTTP {response.status_code}: {response.text[:120]}")
-    return response.json()["choices"][0]["message"]
-
-
 PING = {
     "type": "function",
     "function": {
@@ -178,24 +184,34 @@ PING = {
 
 
 async def tool_row(settings: Settings, base: str) -> Row:
+    """A tool call as a run asks for one: streamed, ``tool_choice`` auto."""
     model = settings.model_for("researcher")
     body = {
         "model": model,
         "messages": [{"role": "user", "content": "Call the ping tool with the word 'hello'."}],
         "tools": [PING],
+        "tool_choice": "auto",
         "max_tokens": 64,
     }
-    fix = "set DEEPRESEARCH_TOOL_CALLING=json if this model has no tool calling"
-    try:
-        message = await _chat(settings, base, body)
-    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as err:
-        if settings.tool_calling == "json":
-            return Row("tool calling", "ok", "DEEPRESEARCH_TOOL_CALLING=json: tools are described in the prompt")
-        return Row("tool calling", "warn", f"{model}: the request failed ({str(err)[:100]}); {fix}")
-    if message.get("tool_calls"):
-        return Row("tool calling", "ok", f"{model} called the tool")
-    if settings.tool_calling == "json":
+    if settings.tool_calling == "json":  # runs send no tools: nothing to try
         return Row("tool calling", "ok", "DEEPRESEARCH_TOOL_CALLING=json: tools are described in the prompt")
+    fix = "set DEEPRESEARCH_TOOL_CALLING=json if this model has no tool calling"
+    from worker import probe_chat  # what runs do: the worker's own ModelEndpoint
+
+    probe = await probe_chat(settings, body, CHAT_SECONDS)
+    completion = probe.completion
+    if not probe.streams_tools:
+        return Row(
+            "tool calling",
+            "warn",
+            f"{model}: the server sent an empty stream for a streamed tool call (llama-cpp-python's "
+            "chatml-function-calling cannot stream one, and ignores max_tokens when not streamed): runs describe "
+            "the tools in the prompt instead, as DEEPRESEARCH_TOOL_CALLING=json does",
+        )
+    if completion is None:
+        return Row("tool calling", "warn", f"{model}: the request failed ({probe.problem}); {fix}")
+    if completion.tool_calls:
+        return Row("tool calling", "ok", f"{model} called the tool")
     return Row("tool calling", "warn", f"{model} answered without calling the tool; {fix}")
 
 
@@ -207,25 +223,65 @@ async def json_row(settings: Settings, base: str) -> Row:
         "response_format": {"type": "json_object"},
         "max_tokens": 32,
     }
+    from worker import probe_chat
+
+    probe = await probe_chat(settings, body, CHAT_SECONDS)
     try:
-        message = await _chat(settings, base, body)
-        value = json.loads(message.get("content") or "")
-    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as err:
+        if probe.completion is None:
+            raise ValueError(probe.problem)
+        value = json.loads(probe.completion.content or "")
+    except ValueError as err:
         return Row("JSON output", "warn", f"{model}: no JSON object ({str(err)[:80]}); plans are repaired or re-asked")
     if isinstance(value, dict):
         return Row("JSON output", "ok", f"{model} replied with a JSON object")
     return Row("JSON output", "warn", f"{model}: not a JSON object; plans are repaired or re-asked")
 
 
-def speech_row(settings: Settings) -> Row:
+def window_row(settings: Settings) -> Row:
+    """The context window and where it came from: a guess (a model name, the
+    default) is fine for OpenAI, not for a server that runs the model with a
+    window of its own choosing."""
+    window = settings.context_window_for("researcher")
+    source = settings.context_window_source
+    told = source.startswith(("DEEPRESEARCH_CONTEXT_WINDOW", "the server"))
+    if told or not settings.openai_base_url:
+        return Row("context window", "ok", f"{window:,} tokens, from {source}")
+    return Row(
+        "context window",
+        "warn",
+        f"{window:,} tokens, a guess ({source.removesuffix(' (set DEEPRESEARCH_CONTEXT_WINDOW)')}): "
+        f"{settings.openai_base_url} does not tell its window (llama-cpp-python tells none); set "
+        "DEEPRESEARCH_CONTEXT_WINDOW to the window the server runs (llama-cpp-python: its --n_ctx, default 2,048)",
+    )
+
+
+async def speech_row(settings: Settings) -> Row:
+    """One word spoken, as a podcast speaks (podcasts only: never needed)."""
     where = settings.tts_base_url or OPENAI
     if not settings.tts_base_url and not settings.openai_api_key:
         return Row("speech endpoint", "warn", "none: podcasts need DEEPRESEARCH_TTS_BASE_URL or OPENAI_API_KEY")
-    parts = urlsplit(where)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    if settings.tts_base_url and not port_open(parts.hostname or "", port, 2.0):
-        return Row("speech endpoint", "warn", f"{where} cannot be reached: set DEEPRESEARCH_TTS_BASE_URL (podcasts)")
-    return Row("speech endpoint", "ok", f"{where}, model {settings.tts_model} (podcasts only)")
+    from worker import audio_format
+
+    fix = "set DEEPRESEARCH_TTS_BASE_URL to an OpenAI-compatible speech server (podcasts only)"
+    voice = settings.tts_voices[0]
+    body = {"model": settings.tts_model, "voice": voice, "input": "ok", "response_format": "mp3"}
+    try:
+        async with httpx.AsyncClient(timeout=SPEECH_TIMEOUT) as client:
+            response = await client.post(where.rstrip("/") + "/audio/speech", json=body, headers=_headers(settings))
+    except httpx.HTTPError as err:
+        return Row("speech endpoint", "warn", f"{where} {unreachable(err, SPEECH_TIMEOUT)}: {fix}")
+    if response.status_code != 200:
+        said = " ".join(response.text.split())[:100]
+        return Row(
+            "speech endpoint",
+            "warn",
+            f"{where} refused to speak (HTTP {response.status_code}: {said}); model {settings.tts_model}: {fix}",
+        )
+    try:
+        spoken = audio_format(response.content)
+    except ValueError as err:
+        return Row("speech endpoint", "warn", f"{where} sent no usable audio ({err}): {fix}")
+    return Row("speech endpoint", "ok", f"{where}, model {settings.tts_model}: spoke a word ({spoken})")
 
 
 # Each engine's default address (activities/search/; a test keeps them equal).

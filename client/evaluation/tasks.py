@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from client.errors import CliError
+from workflows.clean import split_lines
 from workflows.eval_models import EvalTask
 from workflows.models import ResearchInput
 
@@ -81,7 +82,7 @@ def load_tasks(path: Path, only: list[str] | None = None) -> list[EvalTask]:
     folder = path.resolve().parent
     tasks: list[EvalTask] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(split_lines(text), 1):  # JSON may hold U+2028 and the like unescaped
         if not line.strip():
             continue
         try:
