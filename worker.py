@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -249,9 +249,17 @@ def worker_options(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     return options
 
 
-async def run_worker(conn: Connection, settings: Settings, *, stop: asyncio.Event | None = None, **options) -> None:
-    """Run until ``stop`` is set or the task is cancelled. Options not given
-    come from the environment (see ``worker_options``)."""
+async def run_worker(
+    conn: Connection,
+    settings: Settings,
+    *,
+    stop: asyncio.Event | None = None,
+    on_ready: Callable[[], None] = lambda: None,
+    **options,
+) -> None:
+    """Run until ``stop`` is set or the task is cancelled; ``on_ready`` once
+    it polls (a command says it serves only then). Options not given come
+    from the environment (see ``worker_options``)."""
     settings.check()
     await check_model_endpoint(settings)
     private_dir(settings.data_dir)
@@ -263,6 +271,7 @@ async def run_worker(conn: Connection, settings: Settings, *, stop: asyncio.Even
         if hasattr(held.sandbox, "isolation"):  # the local sandbox: say now if it will not run code
             await held.sandbox.isolation()
         async with worker:
+            on_ready()
             await (stop.wait() if stop else asyncio.Future())
     finally:
         await held.close_all()

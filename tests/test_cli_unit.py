@@ -370,7 +370,9 @@ class FinishedRun:
 
 
 @pytest.fixture
-def finished_run(monkeypatch):
+def finished_run(monkeypatch, data_dir):
+    """(in a data dir of its own: one holding a run's stored state would be read through the embedded server)"""
+
     async def connect(conn):
         return FinishedRun()
 

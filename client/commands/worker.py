@@ -47,12 +47,11 @@ async def demo_worker(args: argparse.Namespace) -> int:
     console.print(f"DEMO worker: {SCRIPTED}", style="bold yellow", markup=False)
     stop = asyncio.Event()
     with demo_backend() as backend, own_server(connection(args), console) as (conn, _):
-        console.print(
+        ready = (
             f"demo worker for task queue {conn.task_queue!r} on {conn.address} (offline web at {backend.web_url}); "
-            f"in another terminal: `{cli_name()} ask ID QUESTION` on a demo run, `{cli_name()} list`; Ctrl-C to stop",
-            markup=False,
+            f"in another terminal: `{cli_name()} ask ID QUESTION` on a demo run, `{cli_name()} list`; Ctrl-C to stop"
         )
-        with stop_on_signals(stop):
-            await run_worker(conn, Settings.from_env(), stop=stop)
+        with stop_on_signals(stop):  # said once it polls: a question asked then finds it
+            await run_worker(conn, Settings.from_env(), stop=stop, on_ready=lambda: console.print(ready, markup=False))
     print("worker stopped")
     return 0
