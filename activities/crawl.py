@@ -28,7 +28,8 @@ from activities.heartbeat import heartbeating
 from activities.retry_after import retry_delay
 from activities.url_guard import PinnedBackend, PinnedTransport, UnsafeURL, check_url
 from infra.blobs import BlobStore
-from workflows.models import Citation, CrawlRequest, ToolResult
+from workflows.models import Citation
+from workflows.tool_models import CrawlRequest, ToolResult
 
 TRANSIENT = "CrawlTransientError"
 MAX_RETRY_AFTER = timedelta(seconds=60)

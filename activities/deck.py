@@ -27,7 +27,8 @@ from temporalio.exceptions import ApplicationError
 
 from infra.blobs import BlobStore
 from workflows.clean import split_lines
-from workflows.models import Citation, Deck, DeckRequest
+from workflows.models import Citation
+from workflows.side_models import Deck, DeckRequest
 
 # 16:9, in points (1 pt = 12,700 EMU).
 SLIDE_WIDTH_PT, SLIDE_HEIGHT_PT = 960, 540

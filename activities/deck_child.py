@@ -16,7 +16,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.deck import build_deck_file
 from infra.child_limits import limit_memory
-from workflows.models import DeckRequest
+from workflows.side_models import DeckRequest
 
 
 def main() -> None:

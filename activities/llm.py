@@ -37,7 +37,8 @@ from workflows.clean import clean_text
 from workflows.echoes import measure
 from workflows.languages import language_name
 from workflows.model_output import read_plan, read_podcast_script, repair_arguments, strip_think, unescape_entities
-from workflows.models import READER_TOOLS, Message, ModelReply, ModelRequest, ToolCall
+from workflows.models import Message, ModelReply, ModelRequest, ToolCall
+from workflows.tool_models import READER_TOOLS
 
 
 @cache

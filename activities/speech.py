@@ -22,7 +22,7 @@ from activities.heartbeat import heartbeating
 from activities.llm import classify
 from infra.blobs import BlobStore
 from infra.settings import Settings
-from workflows.models import AudioClip, JoinRequest, SpeechRequest
+from workflows.side_models import AudioClip, JoinRequest, SpeechRequest
 
 MAX_INPUT_CHARS = 4096  # OpenAI's limit for one speech request
 

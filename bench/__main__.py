@@ -21,18 +21,11 @@ import sys
 import time
 from pathlib import Path
 
-from bench.benchmarks import (
-    TOKENS_BASELINE,
-    bench_cli,
-    bench_concurrent,
-    bench_history,
-    bench_overhead,
-    bench_parallel,
-    bench_tokens,
-)
+from bench.benchmarks import bench_cli, bench_concurrent, bench_history, bench_overhead, bench_parallel
 from bench.fleet import FLEET_RUNS, bench_fleet
 from bench.harness import BenchEnv
 from bench.recheck import bench_recheck
+from bench.tokens import TOKENS_BASELINE, bench_tokens
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TITLES = {

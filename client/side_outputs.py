@@ -19,7 +19,7 @@ from infra.blobs import BlobNotFound, blob_store
 from infra.connection import Connection
 from infra.errors import cli_name
 from infra.finished_runs import NoReport, finished_research
-from workflows.models import PodcastResult, ProseResult, SideStatus, SlidesResult, SourceReport
+from workflows.side_models import PodcastResult, ProseResult, SideStatus, SlidesResult, SourceReport
 
 SIDE_TYPES = {"podcast": "Podcast", "slides": "Slides", "prose": "Prose"}
 RESULT_TYPES: dict[str, Any] = {"Podcast": PodcastResult, "Slides": SlidesResult, "Prose": ProseResult}

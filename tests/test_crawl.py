@@ -21,7 +21,7 @@ from activities.crawl import CrawlActivities
 from activities.url_guard import UnsafeURL, check_url
 from infra.blobs import FileBlobStore
 from testkit.pages import PageServer, article
-from workflows.models import CrawlRequest
+from workflows.tool_models import CrawlRequest
 
 FACT = "The Okavango survey counted 4,217 zebras crossing the Boteti river on 3 August."
 PARAGRAPHS = [

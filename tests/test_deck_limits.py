@@ -19,7 +19,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.deck import MAX_SLIDES, SlideSpec, build_in_child, build_pptx
 from workflows.clean import clean_text
-from workflows.models import Citation, DeckRequest
+from workflows.models import Citation
+from workflows.side_models import DeckRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -42,7 +42,7 @@ from infra.settings import ROLES, Settings
 from infra.temporal import connect
 from infra.tracing import tracing_enabled
 from worker import build_worker, shared_indexes, worker_options
-from workflows.models import IndexRequest, LocalSearchRequest
+from workflows.tool_models import IndexRequest, LocalSearchRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())

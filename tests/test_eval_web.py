@@ -15,7 +15,7 @@ from activities.crawl import CrawlActivities
 from client.evaluation.corpus import load_corpus
 from client.evaluation.web import CorpusWeb, passages, terms
 from infra.blobs import FileBlobStore
-from workflows.models import CrawlRequest
+from workflows.tool_models import CrawlRequest
 
 FILES = {
     "towns/brackwater.md": "# Brackwater\n\nBrackwater is a harbour town of 8,300 people on the Selm estuary.\n\n"

@@ -11,10 +11,11 @@ from workflows.eval_models import EvalTask
 from workflows.evidence import candidates, step_queries, without_evidence
 from workflows.evidence_models import GatherRequest, SupportRequest
 from workflows.grounding import grounded
-from workflows.models import Citation, Plan, ResearchResult, Step, ToolResult
+from workflows.models import Citation, Plan, ResearchResult, Step
 from workflows.planner import may_end_research, research_anyway
 from workflows.reporter import sources_of_findings
 from workflows.state import RunState
+from workflows.tool_models import ToolResult
 
 FILLER = " ".join(["The harbour survey recorded tides and cargo along the northern quay."] * 6)
 

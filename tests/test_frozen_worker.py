@@ -85,7 +85,7 @@ async def test_a_heading_and_spaces_in_a_slides_outline_never_keep_another_runs_
     temporal_client, task_queue, worker, worker_env, script
 ):
     from client.side_outputs import finished_report
-    from workflows.models import SlidesResult
+    from workflows.side_models import SlidesResult
 
     done = await start(temporal_client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True)
     assert (await done.result()).status == "completed"

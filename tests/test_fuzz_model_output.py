@@ -31,8 +31,9 @@ from workflows.model_output import (
     repair_arguments,
     strip_think,
 )
-from workflows.models import Citation, ModelReply, Plan, ToolCall, ToolResult
+from workflows.models import Citation, ModelReply, Plan, ToolCall
 from workflows.research_team import batches
+from workflows.tool_models import ToolResult
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "1000"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])

@@ -24,7 +24,8 @@ from temporalio.testing import ActivityEnvironment
 from activities.local_docs.activities import LocalDocsActivities
 from activities.local_docs.index import LocalIndex, query_terms
 from activities.local_docs.splitter import split_sections
-from workflows.models import Citation, IndexRequest, LocalSearchRequest
+from workflows.models import Citation
+from workflows.tool_models import IndexRequest, LocalSearchRequest
 
 CORPUS = Path(__file__).parent / "corpus"
 

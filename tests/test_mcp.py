@@ -22,7 +22,7 @@ from activities.mcp.names import public_name, split_name
 from client.devserver import free_port, port_open
 from infra.blobs import BlobStore, FileBlobStore
 from infra.errors import ConfigError
-from workflows.models import McpCallRequest
+from workflows.tool_models import McpCallRequest
 
 ECHO = Path(__file__).resolve().parent.parent / "testkit" / "mcp_echo_server.py"
 SKERRYVORE = "4,117 gannets counted on 9 June 1871"

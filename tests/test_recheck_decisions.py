@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 from client.errors import CliError
 from client.options import research_input
 from workflows import changes, recheck
-from workflows.models import Citation, PageRead, ResearchInput, SearchRun, ToolResult
+from workflows.models import Citation, PageRead, ResearchInput, SearchRun
 from workflows.prior import PriorRun, with_changes
 from workflows.recheck_models import FigureChange, PageCheck, PassageChange, Recheck, SearchCheck
 from workflows.state import RunState
+from workflows.tool_models import ToolResult
 
 A, B = "http://news.example/a", "http://news.example/b"
 

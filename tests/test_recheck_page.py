@@ -19,8 +19,8 @@ from activities.page_diff import passages, sentences
 from activities.recheck import RecheckActivities, same_place
 from infra.blobs import FileBlobStore
 from testkit.pages import PageServer, article
-from workflows.models import CrawlRequest
 from workflows.recheck_models import MAX_PASSAGE_CHARS, MAX_PASSAGES, RecheckRequest
+from workflows.tool_models import CrawlRequest
 
 OLD = "The harbour counted 4417 ships in 1911."
 NEW = "The harbour counted 5120 ships in 1911."

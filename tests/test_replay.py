@@ -4,7 +4,8 @@ A change to workflow logic that would break running workflows fails here.
 Re-record (after a deliberate, versioned change) with:
     RECORD_HISTORIES=1 ./dr test tests/test_workflow.py tests/test_crash.py tests/test_continue_as_new.py \
         tests/test_hostile_model.py tests/test_nothing_lost.py tests/test_side_outputs.py \
-        tests/test_research_goes_on.py tests/test_eval_e2e.py tests/test_recheck.py tests/test_evidence.py \
+        tests/test_research_goes_on.py tests/test_schedules.py tests/test_eval_e2e.py tests/test_recheck.py \
+        tests/test_evidence.py \
         tests/test_echoing_model.py tests/test_faults.py
 (Record only new histories: a history recorded by the old code is what
 proves the new code can still replay it.)

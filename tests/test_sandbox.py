@@ -16,7 +16,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.sandbox.activities import SandboxActivities
 from activities.sandbox.local import LocalSandbox, SandboxRefused
-from workflows.models import CodeRequest
+from workflows.tool_models import CodeRequest
 
 
 @pytest.fixture

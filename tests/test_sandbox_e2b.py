@@ -36,7 +36,7 @@ from activities.sandbox.activities import SandboxActivities
 from activities.sandbox.base import CellResult, Sandbox, SandboxError
 from activities.sandbox.e2b import E2BSandbox
 from infra.settings import Settings
-from workflows.models import CodeRequest
+from workflows.tool_models import CodeRequest
 
 try:
     from e2b import SandboxNotRunningException

@@ -29,7 +29,7 @@ from infra.settings import Settings, parse_domains
 from testkit.engines import ScriptedArxiv, ScriptedBrave, ScriptedSearxng
 from testkit.http_base import ScriptedServer
 from testkit.search_server import ScriptedTavily
-from workflows.models import SearchRequest, ToolResult
+from workflows.tool_models import SearchRequest, ToolResult
 
 
 def hits(n: int, host: str = "example.com") -> list[dict]:

@@ -26,7 +26,7 @@ from testkit.research_script import FACT
 from testkit.runs import keep_history, start
 from testkit.speech_server import SECONDS_PER_CHAR, ScriptedSpeech
 from testkit.worker_process import WorkerProcess
-from workflows.models import PodcastResult, SideStatus, SourceReport
+from workflows.side_models import PodcastResult, SideStatus, SourceReport
 
 CLI = Path(sys.executable).parent / "deepresearch"
 QUESTION = "Tell me about Lantern Rock"

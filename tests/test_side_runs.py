@@ -13,7 +13,8 @@ from client.runs import start_research
 from infra.connection import Connection
 from testkit.speech_server import MP3_FRAME_SAMPLES, MP3_RATE, SECONDS_PER_CHAR
 from tests.test_side_outputs import QUESTION, cli, finished_run, side_worker, speech  # noqa: F401 (fixtures)
-from workflows.models import PodcastResult, ResearchInput, SourceReport
+from workflows.models import ResearchInput
+from workflows.side_models import PodcastResult, SourceReport
 
 LINES = 401  # more than the 400 speech calls a podcast was silently cut to
 
@@ -94,8 +95,8 @@ async def test_a_podcast_whose_audio_is_gone_says_which_blob_in_one_line(
 def test_a_script_beyond_the_cap_is_cut_at_a_whole_line_and_the_script_says_so():
     """Only a script over MAX_PARTS speech calls is cut: at a whole line, and
     the script returned is the lines spoken."""
-    from workflows.models import PodcastScript
     from workflows.podcast import MAX_PARTS, spoken_lines
+    from workflows.side_models import PodcastScript
 
     long = "A sentence. " * 500  # 6,000 characters: two speech calls
     script = PodcastScript.model_validate(

@@ -21,20 +21,17 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 from workflows.rate_limits import ProviderWaits, model_queue
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
-    from workflows.models import (
+    from workflows.models import Message, ModelReply, ModelRequest, ToolCall
+    from workflows.state import RunState
+    from workflows.tool_models import (
         CodeRequest,
         CrawlRequest,
         IndexRequest,
         LocalSearchRequest,
         McpCallRequest,
-        Message,
-        ModelReply,
-        ModelRequest,
         SearchRequest,
-        ToolCall,
         ToolResult,
     )
-    from workflows.state import RunState
 
 T = TypeVar("T")
 

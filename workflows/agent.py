@@ -20,8 +20,9 @@ from workflows.reply_checks import agent_answer
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.model_output import read_arguments, text_argument
-    from workflows.models import READER_TOOLS, CodeRequest, Message, ModelRequest, ToolCall, ToolResult
+    from workflows.models import Message, ModelRequest, ToolCall
     from workflows.state import AgentCheckpoint
+    from workflows.tool_models import READER_TOOLS, CodeRequest, ToolResult
 
 AGENT_TOOLS = {
     "researcher": ["web_search", "crawl", "read_page", "find_in_page"],

@@ -35,7 +35,8 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
         Support,
         SupportRequest,
     )
-    from workflows.models import Step, ToolResult
+    from workflows.models import Step
+    from workflows.tool_models import ToolResult
 
 MAX_QUERY_CHARS = 300
 MAX_QUERIES = 2

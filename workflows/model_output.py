@@ -291,7 +291,7 @@ def read_podcast_script(text: str, locale: str = "en-US") -> tuple[dict[str, Any
     """The podcast script in a reply (``{"locale", "lines": [{"speaker",
     "paragraph"}]}``; a bare list of lines is accepted, ``text`` for
     ``paragraph`` too), validated; or None and the reason."""
-    from workflows.models import PodcastScript
+    from workflows.side_models import PodcastScript
 
     data, problem = load_json(text)
     if problem:

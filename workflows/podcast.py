@@ -28,15 +28,12 @@ from workflows.activity_calls import failure_reason
 from workflows.side_calls import SideCalls
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
-    from workflows.models import (
-        PROGRESS_TOPIC,
+    from workflows.models import PROGRESS_TOPIC, Message, ModelRequest, ProgressEvent
+    from workflows.side_models import (
         AudioClip,
-        Message,
-        ModelRequest,
         PodcastLine,
         PodcastResult,
         PodcastScript,
-        ProgressEvent,
         SideStatus,
         SourceReport,
         SpeechRequest,

@@ -15,7 +15,8 @@ from workflows.side_calls import SideCalls
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.languages import guess_locale
-    from workflows.models import Message, ModelRequest, ProseInput, ProseResult, SideStatus
+    from workflows.models import Message, ModelRequest
+    from workflows.side_models import ProseInput, ProseResult, SideStatus
 
 
 @workflow.defn(name="Prose")

@@ -42,10 +42,11 @@ from workflows.reporter import verify_citations
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows import changes
     from workflows.changes import changes_section, without_changes
-    from workflows.models import Citation, PageRead, RecheckSummary, ResearchInput, SearchRun, ToolResult
+    from workflows.models import Citation, PageRead, RecheckSummary, ResearchInput, SearchRun
     from workflows.prior import PriorRun, with_changes
     from workflows.recheck_models import PageCheck, Recheck, RecheckRequest, SearchCheck
     from workflows.state import RunState
+    from workflows.tool_models import ToolResult
     from workflows.topics import normal
 
 PATCH = "recheck-sources"

@@ -10,17 +10,8 @@ from workflows.activity_calls import EMPTY_REPLY, FILE_CALL, MODEL_CALL, SPEECH_
 from workflows.rate_limits import ProviderWaits, model_queue
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
-    from workflows.models import (
-        AudioClip,
-        Deck,
-        DeckRequest,
-        JoinRequest,
-        Message,
-        ModelReply,
-        ModelRequest,
-        SpeechRequest,
-        SpeechUsage,
-    )
+    from workflows.models import Message, ModelReply, ModelRequest
+    from workflows.side_models import AudioClip, Deck, DeckRequest, JoinRequest, SpeechRequest, SpeechUsage
 
 
 class SideCalls:

@@ -17,16 +17,8 @@ from workflows.activity_calls import failure_reason
 from workflows.side_calls import SideCalls
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
-    from workflows.models import (
-        PROGRESS_TOPIC,
-        DeckRequest,
-        Message,
-        ModelRequest,
-        ProgressEvent,
-        SideStatus,
-        SlidesResult,
-        SourceReport,
-    )
+    from workflows.models import PROGRESS_TOPIC, Message, ModelRequest, ProgressEvent
+    from workflows.side_models import DeckRequest, SideStatus, SlidesResult, SourceReport
 
 
 @workflow.defn(name="Slides")

@@ -15,9 +15,10 @@ from pydantic import Field, field_validator
 from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from workflows.evidence_models import Gathered, StepEvidence
-from workflows.models import Citation, Clarification, Message, Model, Plan, Step, ToolResult, Usage
+from workflows.models import Citation, Clarification, Message, Model, Plan, Step, Usage
 from workflows.prior import PriorRun
 from workflows.recheck_models import Recheck
+from workflows.tool_models import ToolResult
 
 
 class AgentCheckpoint(Model):

@@ -14,7 +14,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.local_docs.index import LocalIndex, format_local_hits, fts5_available, query_terms
 from activities.local_docs.sharing import SharedIndexes
-from workflows.models import Citation, IndexRequest, LocalSearchRequest, ToolResult
+from workflows.models import Citation
+from workflows.tool_models import IndexRequest, LocalSearchRequest, ToolResult
 
 
 class LocalDocsActivities:

@@ -41,7 +41,7 @@ from activities.mcp.names import public_name, split_name
 from activities.mcp.render import enabled, error_result, parameters, render
 from activities.mcp.sessions import all_tools, open_transport, tail
 from infra.blobs import BlobStore
-from workflows.models import McpCallRequest, ToolResult
+from workflows.tool_models import McpCallRequest, ToolResult
 
 MAX_DESCRIPTION = 2048
 INLINE_CHARS = 4_000  # longer results go to the blob store

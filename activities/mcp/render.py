@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 from activities.mcp.config import HttpServerConfig, StdioServerConfig
-from workflows.models import Citation, ToolResult
+from workflows.models import Citation
+from workflows.tool_models import ToolResult
 
 
 def enabled(server: StdioServerConfig | HttpServerConfig, tool: str) -> bool:

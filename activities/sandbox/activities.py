@@ -9,7 +9,7 @@ from temporalio import activity
 
 from activities.sandbox.base import Sandbox, SandboxRefused
 from infra.blobs import BlobStore
-from workflows.models import CodeRequest, ToolResult
+from workflows.tool_models import CodeRequest, ToolResult
 
 INLINE_CHARS = 4_000  # longer output goes to the blob store
 

@@ -25,7 +25,8 @@ from activities.search.searxng import SearxngEngine
 from activities.search.tavily import TavilyEngine
 from infra.errors import ConfigError
 from infra.settings import SEARCH_ENGINES, Settings
-from workflows.models import Citation, SearchRequest, ToolResult
+from workflows.models import Citation
+from workflows.tool_models import SearchRequest, ToolResult
 
 log = logging.getLogger(__name__)
 

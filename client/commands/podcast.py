@@ -12,7 +12,7 @@ from client.options import connection
 from client.side_outputs import default_path, finished_report, start_once, write_blob
 from infra.errors import cli_name
 from infra.temporal import connect
-from workflows.models import PodcastResult
+from workflows.side_models import PodcastResult
 
 
 async def main(args: argparse.Namespace) -> int:

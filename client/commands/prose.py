@@ -15,7 +15,7 @@ from client.ids import PROSE_PREFIX
 from client.options import connection
 from client.side_outputs import finished_report, start_once
 from infra.temporal import connect
-from workflows.models import ProseInput, ProseResult
+from workflows.side_models import ProseInput, ProseResult
 
 
 async def main(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ from client.options import connection
 from client.side_outputs import default_path, finished_report, start_once, write_blob
 from client.talk import write_file
 from infra.temporal import connect
-from workflows.models import SlidesResult
+from workflows.side_models import SlidesResult
 
 
 async def main(args: argparse.Namespace) -> int:

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from temporalio.client import WorkflowHandle
 
     from infra.connection import Connection
-    from workflows.models import RunStatus, SideStatus
+    from workflows.models import RunStatus
+    from workflows.side_models import SideStatus
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -79,7 +80,7 @@ async def full(args: argparse.Namespace, conn: Connection, failed: RPCError | No
     from client.stored_runs import no_worker_here
     from infra.temporal import connect
     from workflows.eval_models import EvalSuiteResult
-    from workflows.models import SideStatus
+    from workflows.side_models import SideStatus
 
     client = await connect(conn)
     handle = client.get_workflow_handle(args.workflow_id)
@@ -216,7 +217,7 @@ async def show_finished_suite(handle: WorkflowHandle, as_json: bool) -> int:
 
 
 async def query_side_status(handle: WorkflowHandle) -> SideStatus:
-    from workflows.models import SideStatus
+    from workflows.side_models import SideStatus
 
     return await handle.query("status", result_type=SideStatus, rpc_timeout=QUERY_TIMEOUT)
 
