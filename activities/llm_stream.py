@@ -37,6 +37,17 @@ from workflows.clean import split_lines
 MAX_PLAIN_BODY = 4_000_000  # bytes of an answer kept, to read it as one JSON body if it holds no event
 
 
+# A body that breaks off raises the errors of the HTTP library the openai
+# client is built on: its own fork of httpx (httpx2) in the versions that
+# have one, else httpx.
+try:
+    import httpx2
+
+    HTTP_ERRORS: tuple[type[Exception], ...] = (httpx.HTTPError, httpx2.HTTPError)
+except ImportError:  # an openai client on httpx itself
+    HTTP_ERRORS = (httpx.HTTPError,)
+
+
 class Silence(Exception):
     """No token within the time allowed: ``seconds``; ``first``: no token at
     all; ``whole``: a call not streamed, whose whole answer did not come in time."""
@@ -191,12 +202,12 @@ async def stream_completion(client: AsyncOpenAI, kwargs: dict[str, Any], first: 
             return await _plain_body(raw.http_response, assembly, first - (time.monotonic() - began))
         await _read_events(raw.http_response, assembly, first, idle, began)
         return assembly.result()
-    except httpx.HTTPError as err:
+    except HTTP_ERRORS as err:
         if not assembly.done.choices:  # (llama-cpp-python fails a streamed request so too)
             raise EmptyStream(f"the answer broke off before its first event: {type(err).__name__}: {err}") from None
         raise BrokenStream(f"the answer was cut off: {type(err).__name__}: {err}") from None
     finally:
-        with contextlib.suppress(httpx.HTTPError):  # closing a body that broke off can raise again
+        with contextlib.suppress(*HTTP_ERRORS):  # closing a body that broke off can raise again
             await response.__aexit__(None, None, None)
 
 

@@ -356,6 +356,20 @@ async def test_a_stream_of_keep_alive_comments_alone_is_empty_not_malformed(
     assert [bool(r.get("stream")) for r in attempts_of_first(llm, "reporter")] == [True, False]  # asked again at once
 
 
+async def test_a_stream_that_breaks_off_before_its_first_event_is_asked_again_at_once(
+    temporal_client, task_queue, worker, llm, script
+):
+    # llama-cpp-python hangs up on a streamed request it fails, mid-body: the openai client raises its
+    # own httpx's RemoteProtocolError ("incomplete chunked read"), which once failed the call raw.
+    broken = Response(
+        200, iter([b": ping\r\n\r\n"]), {"Content-Type": "text/event-stream; charset=utf-8", "Content-Length": "5000"}
+    )
+    llm.raw_next("reporter", broken)
+    result = await run(temporal_client, task_queue)
+    assert result.status == "completed" and FACT in result.final_report
+    assert [bool(r.get("stream")) for r in attempts_of_first(llm, "reporter")] == [True, False]  # at once, whole
+
+
 async def test_a_prompt_over_the_window_streamed_empty_is_asked_again_and_the_window_learned(
     temporal_client, task_queue, research_worker, llm, script
 ):
