@@ -134,6 +134,7 @@ class BenchScript:
         self.mode = mode
         self.code_seconds = code_seconds
         self.loop_paths: list[str] = []
+        self.uses_evidence = True  # False: a researcher that searches and crawls as if it had been given nothing
 
     # -- search results: each research step has its own page -----------------
 
@@ -171,7 +172,7 @@ class BenchScript:
         if self.mode == "loop":
             return self._loop_researcher(request)
         searches = _calls(request, "web_search")
-        if canonical_fact(step) in first_user(request):  # its page's passages came with the task
+        if self.uses_evidence and canonical_fact(step) in first_user(request):  # its page's passages came with it
             if searches < 1:
                 return Reply(tool_calls=[("web_search", {"query": f"Aldous index step {step} part 2"})])
             return self._findings(request)

@@ -14,6 +14,7 @@ from bench.script import RESEARCH_STEPS, canonical_fact
 TOKENS_BASELINE = "c88edfb"
 LONG_PAGE = 150_000  # characters of a long page, its fact 60 % in
 LONG_WINDOW = "1000000"  # the context window assumed for gpt-4.1-mini
+IGNORED = "this checkout, short pages, a researcher that ignores the evidence"
 
 
 async def bench_tokens(env: BenchEnv, baseline: str = TOKENS_BASELINE) -> dict:
@@ -38,7 +39,13 @@ async def bench_tokens(env: BenchEnv, baseline: str = TOKENS_BASELINE) -> dict:
                     queue, checkout=checkout, extra_env={"DEEPRESEARCH_CONTEXT_WINDOW": LONG_WINDOW}
                 ):
                     measured[f"{name}, {pages}"] = await _tokens_of_one_run(env, queue, name)
+        # For comparison: a researcher that ignores what it was given (searches twice, crawls, answers).
+        add_canonical_pages(env.pages, 0.0, SHORT_PAGE)
+        env.script.uses_evidence = False
+        async with env.worker_process("b6-ignores", extra_env={"DEEPRESEARCH_CONTEXT_WINDOW": LONG_WINDOW}):
+            measured[IGNORED] = await _tokens_of_one_run(env, "b6-ignores", IGNORED)
     finally:
+        env.script.uses_evidence = True
         subprocess.run([*git, "worktree", "remove", "--force", str(tree)], capture_output=True)
         add_canonical_pages(env.pages, 0.0)
     tokens = {name: m["prompt_tokens"] for name, m in measured.items()}
@@ -46,6 +53,7 @@ async def bench_tokens(env: BenchEnv, baseline: str = TOKENS_BASELINE) -> dict:
     long_now = tokens["this checkout, 150 KB pages"] / tokens["this checkout, short pages"]
     long_before = tokens["baseline, 150 KB pages"] / tokens["baseline, short pages"]
     rows = [_row(f"prompt tokens per canonical run, {name}", value, "tokens") for name, value in tokens.items()]
+    rows.append(_row(f"{IGNORED} / baseline", tokens[IGNORED] / tokens["baseline, short pages"], ""))
     rows += [
         _row(f"short pages: this checkout / baseline {baseline}", short, "", "<= 1.2", short <= 1.2),
         _row("150 KB pages / short pages, this checkout", long_now, "", "<= 3", long_now <= 3),
