@@ -206,6 +206,7 @@ def build_worker(
             evidence.rank_evidence,
             evidence.support_findings,
             evidence.join_evidence,
+            evidence.evidence_text,
         ],
         max_cached_workflows=max_cached_workflows,
         max_concurrent_activities=max_concurrent_activities,

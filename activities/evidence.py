@@ -36,6 +36,7 @@ from workflows.models import Citation
 
 PASSAGE_TOKENS = 220  # a passage of evidence, before its link
 MAX_PAGE_CHARS = 2_000_000  # of one page's text looked at
+MAX_SHOWN = 60_000  # characters of passages put into a report the workflow writes
 MAX_AGENT_PAGES = 12  # pages an agent read itself that its findings are traced to (its last ones)
 LOCAL_TITLE = "Local documents"
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -291,6 +292,12 @@ class EvidenceActivities:
         findings, text, count = await asyncio.to_thread(support_of, request, sources)
         blob = await self.blobs.put(text) if count else None
         return Support(findings=findings, blob=blob, read=len(sources), searched=searched, passages=count)
+
+    @activity.defn(name="evidence_text")
+    async def evidence_text(self, ref: str) -> str:
+        """A set of passages as text (at most ``MAX_SHOWN`` characters), for a
+        report the workflow writes itself (the reporter failed)."""
+        return (await self.blobs.get(ref))[:MAX_SHOWN]
 
     @activity.defn(name="join_evidence")
     async def join_evidence(self, request: EvidenceJoin) -> str | None:

@@ -183,3 +183,25 @@ async def test_the_fallback_step_and_the_reporter_see_the_background_search(
     assert result.status == "completed" and len(result.plan.steps) == 1
     assert "SNIPPET-ONLY-4417" in first_user_text(llm.calls("researcher")[0])
     assert "SNIPPET-ONLY-4417" in first_user_text(llm.calls("reporter")[0])
+
+
+async def test_a_failed_reporter_leaves_what_the_pages_say_beside_weak_findings(
+    temporal_client, task_queue, worker, llm, script, pages
+):
+    """Findings that lost the fact, a reporter that fails: the report the
+    workflow writes holds the passages the findings rest on, with their page."""
+    from testkit.llm_server import Reply
+
+    script.steps = [("How many ships did the Lantern Rock keeper log in 1911", "research")]
+    script.researcher = lambda request: "## Findings\n- The Lantern Rock keeper logged ships in 1911."
+    script.reporter = lambda request: Reply(status=400, content="this model cannot write reports")
+    handle = await start(
+        temporal_client, task_queue, QUESTION, auto_accept_plan=True, enable_background_investigation=False
+    )
+    async with asyncio.timeout(90):
+        result = await handle.result()
+    await keep_history(handle, "reporter_failed_with_passages")
+    assert FACT not in result.observations[0]  # the researcher lost the figure
+    assert result.status == "completed" and "the reporter failed" in result.final_report[:800]
+    pages_say = result.final_report.split("## What the pages say", 1)[1]
+    assert f"[Lantern Rock history]({pages.url('/lighthouse')}): " in pages_say and FACT in pages_say

@@ -56,6 +56,7 @@ def test_there_are_histories_to_replay():
         "evidence_gathered",  # a research step that read before its first turn
         "nothing_read",  # a run whose every search failed: findings and report say so
         "enough_context_researched",  # "enough context" with nothing read: researched anyway
+        "reporter_failed_with_passages",  # the reporter failed: findings and the passages they rest on
         "reporter_echoed",
         "reporter_failed",
         "researcher_echoed",

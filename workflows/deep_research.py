@@ -23,7 +23,7 @@ from temporalio import workflow
 from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
-from workflows import continuation, coordinator, investigation, planner, recheck, reporter
+from workflows import continuation, coordinator, evidence, investigation, planner, recheck, reporter
 from workflows.activity_calls import ActivityCalls, failure_reason
 from workflows.box import Box
 from workflows.failures import PARTIAL_REPORT, blob_missing
@@ -238,7 +238,9 @@ class DeepResearch:
                 "not a report written by the model"
             )
             findings = [(step.title, step.execution_res) for step in s.finished() if step.execution_res]
-            text = fallback_report(s.topic, findings, list(s.sources.values()), why, partial, s.background)
+            # What the pages say, beside what a weak researcher made of it (recorded runs: the findings only).
+            passages = await evidence.passages_text(self.box) if workflow.patched("fallback-with-passages") else ""
+            text = fallback_report(s.topic, findings, list(s.sources.values()), why, partial, s.background, passages)
             return reporter.verify_citations(text, list(s.sources.values()))
 
     async def build_on_earlier(self, rechecking: bool) -> ResearchResult | None:

@@ -156,6 +156,18 @@ async def support(box: Box, step: Step, findings: str, history: str | None, gath
     return found
 
 
+async def passages_text(box: Box) -> str:
+    """The passages the findings rest on, as text (a report the workflow
+    writes itself: the reporter failed); "" when there are none."""
+    ref = await for_report(box, box.state.evidence)
+    found = (
+        await box.calls.evidence("evidence_text", ref, str, "evidence behind the findings, for the report")
+        if ref
+        else None
+    )
+    return found or ""
+
+
 async def for_report(box: Box, steps: list[StepEvidence]) -> str | None:
     """Step 5: one set of the steps' supporting passages, for the reporter."""
     usable = [s for s in steps if s.support]

@@ -18,11 +18,13 @@ def fallback_report(
     why: str,
     partial: str = "",
     background: str = "",
+    passages: str = "",
 ) -> str:
     """Markdown: a title, a note saying the reporter failed (``why``) and,
     when the research stopped early too, why (``partial``); each step's
     findings under its title (the background investigation's results when no
-    step has any); the sources the run read."""
+    step has any); the passages of the pages the findings rest on, each after
+    a link to its page (``passages``); the sources the run read."""
     first = " ".join(topic.split())
     title = first if len(first) <= 120 else first[:119] + "…"
     early = f" The research also stopped early: {partial}." if partial else ""
@@ -39,6 +41,10 @@ def fallback_report(
         parts.append(f"## What the background search found\n\n{background.strip()}")
     else:
         parts.append("## Findings\n\nNo research step finished, so there are no findings.")
+    if passages.strip():
+        parts.append(
+            f"## What the pages say\n\nThe passages of the pages read that the findings rest on:\n\n{passages.strip()}"
+        )
     listed = sources[:MAX_SOURCES]
     if listed:
         parts.append("## Sources the run read")
