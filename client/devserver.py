@@ -17,6 +17,7 @@ command".
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -98,8 +99,36 @@ def temporal_binary() -> str:
     return found
 
 
+def ephemeral_ports() -> tuple[int, int]:
+    """The range the kernel hands out for port 0 (Linux; elsewhere a
+    common default)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    with socket.socket() as s:
+    """A free port for a server of ours, outside the kernel's ephemeral range.
+
+    The dev server picks its internal services' ports by binding port 0: a
+    port we chose the same way, not bound yet when it picked them, could be
+    handed to its worker service too, which then failed to bind and crashed
+    the whole server a moment after it had answered health checks ("tcp
+    connect error" on the next call). Ports below that range are never
+    handed out for port 0."""
+    low, high = ephemeral_ports()
+    spans = [span for span in ((10000, low), (high + 1, 65536)) if span[1] - span[0] >= 1000]
+    for _ in range(200 if spans else 0):
+        port = random.randrange(*spans[0])
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # a crowded range: any free port
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 

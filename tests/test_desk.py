@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 from pptx import Presentation
 
+from client.devserver import free_port  # outside the ports the dev server picks for itself
 from client.wording import usage_text
 from testkit.crash import Gate
 from testkit.faults import blobs_deleted_at_first_crawl
@@ -47,12 +47,6 @@ FLAGS = [
     "--disable-sync",
 ]
 WAIT = 60_000  # ms
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -15,18 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from client.devserver import free_port  # outside the ports the dev server picks for itself
 from workflows.models import ResearchInput
 
 CLI = Path(sys.executable).parent / "deepresearch"
 QUESTION = "Tell me about Lantern Rock"
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager

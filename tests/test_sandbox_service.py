@@ -21,15 +21,10 @@ import pytest
 from activities.sandbox import make_sandbox
 from activities.sandbox.base import SandboxError
 from activities.sandbox.remote import RemoteSandbox
+from client.devserver import free_port  # outside the ports the dev server picks for itself
 from infra.settings import Settings
 
 TOKEN = "sandbox-token-for-tests"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def service_env(**extra: str) -> dict[str, str]:

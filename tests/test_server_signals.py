@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from client.devserver import free_port, port_open
+from client.devserver import ephemeral_ports, free_port, port_open
 from tests.test_demo_command import ROOT, scrubbed_env
 
 
@@ -124,3 +124,16 @@ def test_under_nohup_a_hangup_is_ignored(tmp_path):
     assert command.poll() is None and port_open("127.0.0.1", port), "nohup asked for the server to go on"
     command.send_signal(signal.SIGTERM)
     gone(command, server, port)
+
+
+def test_ports_we_choose_are_never_ones_the_dev_server_picks_for_itself():
+    """The dev server picks its internal services' ports by binding port 0;
+    a port chosen the same way for its frontend was once handed to its
+    worker service too, and the server crashed right after answering health
+    checks (a run then failed with "tcp connect error"). Ours lie outside
+    the kernel's ephemeral range, and are free."""
+    low, high = ephemeral_ports()
+    for _ in range(50):
+        port = free_port()
+        assert not low <= port <= high
+        assert not port_open("127.0.0.1", port)
