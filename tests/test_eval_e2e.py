@@ -214,6 +214,12 @@ async def test_a_killed_eval_finishes_without_running_a_finished_task_again(
         f"evaluation suite {suite_id}: 1 of 3 task run(s) finished",
         f"running: {suite_id}-kestrel-r1",  # held at its report by the gate
     ]
+    # Into a pipe no bar is drawn: a line per finished task says how far the suite is.
+    wanted = "tasks 1/3 done; running: kestrel-r1"
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not any(line.startswith(wanted) for line in printed):
+        await asyncio.sleep(0.2)
+    assert any(line.startswith(wanted) for line in printed), "".join(printed)[-3000:]
     first.send_signal(signal.SIGKILL)
     first.wait(10)
     gate.release()

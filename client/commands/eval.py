@@ -274,6 +274,11 @@ async def follow(handle, worker: asyncio.Task, console) -> EvalSuiteResult:
                 try:
                     progress = await handle.query("progress", result_type=EvalProgress)
                     running = ", ".join(r.removeprefix(handle.id + "-") for r in progress.running[:4])
+                    if not console.is_terminal and progress.done != bar.tasks[0].completed:
+                        # no bar drawn (a log file, CI): one line per finished task
+                        console.print(
+                            f"tasks {progress.done}/{progress.total} done; running: {running or '-'}", markup=False
+                        )
                     bar.update(line, total=progress.total, completed=progress.done, description=f"tasks {running}")
                 except Exception:  # noqa: BLE001 - not queryable yet (first task pending): try again
                     pass
