@@ -205,3 +205,21 @@ async def test_a_failed_reporter_leaves_what_the_pages_say_beside_weak_findings(
     assert result.status == "completed" and "the reporter failed" in result.final_report[:800]
     pages_say = result.final_report.split("## What the pages say", 1)[1]
     assert f"[Lantern Rock history]({pages.url('/lighthouse')}): " in pages_say and FACT in pages_say
+
+
+async def test_a_report_that_names_no_page_ends_with_the_pages_the_run_read(
+    temporal_client, task_queue, worker, llm, script, pages
+):
+    """A weak model's findings and report without a single link (what
+    SmolLM2 writes): the reader still gets the pages the research read."""
+    script.researcher = lambda request: "## Findings\n- It was probably built long ago."
+    script.reporter = lambda request: "Lantern Rock is an old lighthouse."
+    script.steps = [("How many ships did the Lantern Rock keeper log in 1911", "research")]
+    handle = await start(
+        temporal_client, task_queue, QUESTION, auto_accept_plan=True, enable_background_investigation=False
+    )
+    async with asyncio.timeout(90):
+        result = await handle.result()
+    report = result.final_report
+    assert report.startswith("Lantern Rock is an old lighthouse.")
+    assert "## Pages this research read" in report and f"]({pages.url('/lighthouse')})" in report

@@ -127,6 +127,12 @@ def test_a_report_that_cites_nothing_ends_with_the_sources_its_findings_name():
     assert appended == "\n\n## Sources of the findings\n\n- [Rock](http://x/rock)\n"
     assert sources_of_findings("See [Other](http://x/other).", findings, seen) == ""  # it cites its own
     assert sources_of_findings("No links.", [("Step", "- nothing traced")], seen) == ""
+    # Findings that name no page (a weak researcher's prose): the pages the run read, said as such.
+    read = [Citation(title="Rock", url="http://x/rock")]
+    appended = sources_of_findings("No links.", [("Step", "- nothing traced")], seen, read)
+    assert appended.startswith("\n\n## Pages this research read\n\nThe report cites none of them")
+    assert appended.endswith("- [Rock](http://x/rock)\n")
+    assert sources_of_findings("See [Other](http://x/other).", findings, seen, read) == ""
 
 
 def test_a_passage_reads_on_its_own_a_heading_with_its_text_a_table_with_its_header():

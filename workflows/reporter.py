@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
     from workflows.changes import changes_section, for_reporter, without_changes
     from workflows.models import Citation, Message, ModelRequest
     from workflows.prior import CHANGES_HEADING, has_changes_section, reporter_context, with_changes
+    from workflows.state import RunState
 
 _URL = re.compile(r"(?:https?|file)://[^\s)\]>\"'<]+")
 # Linear: a link's text stops at a bracket and its URL at a bracket, a blank
@@ -66,7 +67,7 @@ async def write_report(box: Box, partial: str = "") -> str:
         report = with_changes(report, await _what_changed(box, report))
     report = verify_citations(report, list(state.sources.values()))
     if every_plan:
-        report += sources_of_findings(report, findings, list(state.sources.values()))
+        report += sources_of_findings(report, findings, list(state.sources.values()), read_this_run(state))
     if partial and "partial" not in report[:500].lower():
         report = f"> **Partial report:** {partial}; it covers only what was found before.\n\n{report}"
     if every_plan and not state.sources:
@@ -197,18 +198,39 @@ def _key(url: str) -> str:
     return url.rstrip(".,;:").rstrip("/")
 
 
-def sources_of_findings(report: str, findings: list[tuple[str, str]], seen: list[Citation]) -> str:
+def sources_of_findings(
+    report: str, findings: list[tuple[str, str]], seen: list[Citation], read: list[Citation] = ()
+) -> str:
     """A report that cites no source the run retrieved ends with the sources
-    its findings name (each traced claim names the page that holds it), so
-    a reporter that wrote no links still leaves the reader the pages; "" when
-    the report cites some, or the findings name none."""
+    its findings name (each traced claim names the page that holds it), or
+    when they name none, with the pages the run read (what its findings were
+    written from): a reporter that wrote no links still leaves the reader the
+    pages. "" when the report cites some, or nothing was read."""
     if cited(report, seen):
         return ""
     named = cited("\n".join(text for _, text in findings), seen)
-    if not named:
-        return ""
-    lines = "\n".join(f"- [{c.title or c.url}]({c.url})" for c in named)
-    return f"\n\n## Sources of the findings\n\n{lines}\n"
+    if named:
+        return f"\n\n## Sources of the findings\n\n{_listed(named)}\n"
+    if read:
+        return f"\n\n## Pages this research read\n\n{READ_NOTE}\n\n{_listed(read)}\n"
+    return ""
+
+
+READ_NOTE = "The report cites none of them; its findings were written from these pages."
+MAX_LISTED = 12
+
+
+def _listed(sources: list[Citation]) -> str:
+    return "\n".join(f"- [{c.title or c.url}]({c.url})" for c in sources[:MAX_LISTED])
+
+
+def read_this_run(state: RunState) -> list[Citation]:
+    """The pages this run read (crawled with text), each once, in order."""
+    pages: dict[str, Citation] = {}
+    for result in state.crawled.values():
+        if not result.error and result.blob and result.sources:
+            pages.setdefault(_key(result.sources[0].url), result.sources[0])
+    return list(pages.values())
 
 
 def cited(report: str, seen: list[Citation]) -> list[Citation]:
