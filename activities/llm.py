@@ -277,7 +277,7 @@ class ModelActivities:
                             f"the model provider said the request exceeds its context window, but the request was "
                             f"about {sent:,} tokens of a {window:,}-token window: a provider error "
                             f"({scrub(str(err.message), self.settings.secrets)[:300]})",
-                            type="ModelUnavailable",
+                            type="ModelWindowMismatch",
                         )
                     ) from None
                 learned = window = new

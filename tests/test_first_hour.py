@@ -114,7 +114,7 @@ async def test_2_an_activitys_warning_reads_as_words_not_a_python_dict():
     assert WorkerLines().format(record).endswith(f"temporalio.activity: {line}")  # a worker's log
 
 
-@pytest.mark.parametrize("kind", ["ModelRepetition", "ModelTimeout"])
+@pytest.mark.parametrize("kind", ["ModelRepetition", "ModelTimeout", "ModelWindowMismatch"])
 def test_a_retry_line_names_the_bound_the_call_really_has(kind):
     """Issue 31: a reply that loops or a model that times out is tried 3
     times, not the retry policy's 12; the line said "attempt 2 of 12"."""
