@@ -159,6 +159,16 @@ async def show_tool_calls(client: Client, workflow_id: str, view: ProgressView) 
         pass
 
 
+def ended(status: RunStatus | None, result: asyncio.Task) -> RunStatus | None:
+    """The last status seen, with the result's counters: what the panel shows
+    last when the status query after the end was not answered (a busy
+    worker), so its counters are still the closing line's."""
+    if status is None or result.cancelled() or result.exception() is not None:
+        return None
+    done = result.result()
+    return status.model_copy(update={"phase": "completed", "outcome": done.status, "usage": done.usage})
+
+
 async def follow_run(
     client: Client, handle: WorkflowHandle, conn: Connection, console: Console, worker: asyncio.Task | None
 ) -> ResearchResult:
@@ -168,21 +178,22 @@ async def follow_run(
         with ProgressView(console, handle.id) as view:
             tool_calls = asyncio.create_task(show_tool_calls(client, handle.id, view))
             review = TerminalReview(client, handle, view)
-            said_waiting = False
+            said_waiting, seen = False, None
             while not result.done():
                 if worker is not None and worker.done():
                     worker.result()  # raises what stopped it
                     raise CliError("the in-process worker stopped unexpectedly")
                 status = await poll_status(handle)
                 if status is not None:
+                    seen = status
                     view.update(status)
                     await review.maybe_ask(status)
                 elif not said_waiting and worker is None:
                     view.note(waiting_for_worker(conn), style="yellow")
                     said_waiting = True
                 await asyncio.wait({result}, timeout=POLL_SECONDS)
-            if (status := await poll_status(handle)) is not None:
-                view.update(status)  # the last counters are the closing line's
+            if (final := await poll_status(handle) or ended(seen, result)) is not None:
+                view.update(final)  # the last counters are the closing line's
             if tool_calls:  # its last read, after the end, prints the calls not shown yet
                 await asyncio.wait({tool_calls}, timeout=FINAL_READ_SECONDS)
         return result.result()

@@ -7,6 +7,7 @@ emulator (pyte) fed everything the CLI wrote to its pseudo-terminal."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pty
 import re
@@ -93,3 +94,23 @@ async def test_the_review_transcript_stays_on_screen_and_the_panel_goes_on(
     panel_usage = [line.removeprefix("usage: ") for line in lines if line.startswith("usage: ")]
     assert panel_usage and panel_usage[-1] == usage, (panel_usage, closing)
     assert not re.search(r"awaiting_review\s+\d+:\d\d", screen.split("plan accepted", 1)[1]), screen
+
+
+async def test_the_panel_ends_on_the_results_counters_when_the_last_query_goes_unanswered():
+    """Under load the status query after the run's end went unanswered and
+    the panel kept the counters of its last poll (10 LLM calls) above a
+    closing line that said 12: the panel's last state is the result's."""
+    from client.interactive import ended
+    from workflows.models import ResearchResult, RunStatus, Usage
+
+    seen = RunStatus(phase="reporting", question="q", usage=Usage(llm_calls=10, searches=4))
+    done = asyncio.get_running_loop().create_future()
+    done.set_result(
+        ResearchResult(status="completed", question="q", locale="en-US", final_report="r", usage=Usage(llm_calls=12))
+    )
+    final = ended(seen, done)
+    assert final is not None and final.usage.llm_calls == 12 and final.phase == "completed"
+    assert final.outcome == "completed" and final.question == "q"
+    failed = asyncio.get_running_loop().create_future()
+    failed.set_exception(RuntimeError("the run failed"))
+    assert ended(seen, failed) is None and ended(None, done) is None  # nothing better to show
