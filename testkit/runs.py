@@ -24,6 +24,12 @@ async def start(client, task_queue: str, question: str, **options):
     return await start_research(client, conn, request, f"test-{uuid.uuid4().hex[:8]}")
 
 
+async def finished(handle, seconds: float = 90):
+    """The run's result, failing the test if it takes longer than ``seconds``."""
+    async with asyncio.timeout(seconds):
+        return await handle.result()
+
+
 async def wait_for_phase(
     handle, phase: str, timeout: float = 30.0, *, plan_version: int | None = None, answers: int | None = None
 ) -> RunStatus:

@@ -4,7 +4,6 @@ worker, crawler and scripted model and search servers."""
 
 from __future__ import annotations
 
-import asyncio
 import random
 import re
 
@@ -14,7 +13,7 @@ from testkit.llm_server import prompt_tokens
 from testkit.pages import article
 from testkit.research_script import FACT, plan_json
 from testkit.research_script import first_user as first_user_text
-from testkit.runs import keep_history, start
+from testkit.runs import finished, keep_history, start
 
 QUESTION = "Tell me about Lantern Rock"
 WORDS = (
@@ -53,8 +52,7 @@ async def test_a_researcher_that_never_calls_a_tool_writes_from_the_pages_its_st
     handle = await start(
         temporal_client, task_queue, QUESTION, auto_accept_plan=True, enable_background_investigation=False
     )
-    async with asyncio.timeout(90):
-        result = await handle.result()
+    result = await finished(handle)
     await keep_history(handle, "evidence_gathered")
     page = pages.url("/lighthouse")
     first = first_user_text(llm.calls("researcher")[0])
@@ -77,8 +75,7 @@ async def test_evidence_pages_zero_is_the_pure_agent_loop(temporal_client, task_
         enable_background_investigation=False,
         evidence_pages=0,
     )
-    async with asyncio.timeout(90):
-        result = await handle.result()
+    result = await finished(handle)
     assert pages.hits == [] and result.usage.crawls == 0 and result.usage.searches == 0
     assert FACT not in first_user_text(llm.calls("researcher")[0])
 
@@ -97,8 +94,7 @@ async def test_a_fact_sixty_percent_into_a_150_kb_page_is_read_at_any_window(
         handle = await start(
             temporal_client, task_queue, QUESTION, auto_accept_plan=True, enable_background_investigation=False
         )
-        async with asyncio.timeout(120):
-            result = await handle.result()
+        result = await finished(handle, 120)
     researcher = llm.calls("researcher")[0]
     assert FACT in first_user_text(researcher)
     assert FACT in result.final_report and llm.rejected == []
@@ -124,8 +120,7 @@ async def test_a_page_the_agent_crawls_costs_its_evidence_budget_not_the_window(
             evidence_pages=0,
             evidence_tokens=2_000,
         )
-        async with asyncio.timeout(120):
-            result = await handle.result()
+        result = await finished(handle, 120)
     last = llm.calls("researcher")[-1]  # after its search and its crawl
     page = next(m for m in last["messages"] if m["role"] == "tool" and m["content"].startswith("# Lantern Rock"))
     assert prompt_tokens({"messages": [page]}) <= 2_100  # the whole page is about 35,000 tokens
@@ -144,8 +139,7 @@ async def test_a_run_that_read_nothing_says_so(temporal_client, task_queue, work
     script.researcher = researcher
     script.steps = [("Find the lighthouse fact", "research")]
     handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
-    async with asyncio.timeout(120):
-        result = await handle.result()
+    result = await finished(handle, 120)
     await keep_history(handle, "nothing_read")
     status = await handle.query("status")
     assert result.status == "completed"
@@ -161,8 +155,7 @@ async def test_enough_context_with_nothing_read_does_not_end_the_research(
 ):
     script.planner = lambda request: plan_json("Nothing to do", [], enough=True)
     handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
-    async with asyncio.timeout(90):
-        result = await handle.result()
+    result = await finished(handle)
     await keep_history(handle, "enough_context_researched")
     assert result.status == "completed" and pages.hits  # the question was researched as one step
     assert [s.title for s in result.plan.steps] == [QUESTION]
@@ -178,8 +171,7 @@ async def test_the_fallback_step_and_the_reporter_see_the_background_search(
     ]
     script.planner = lambda request: "I cannot write a plan."
     handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
-    async with asyncio.timeout(90):
-        result = await handle.result()
+    result = await finished(handle)
     assert result.status == "completed" and len(result.plan.steps) == 1
     assert "SNIPPET-ONLY-4417" in first_user_text(llm.calls("researcher")[0])
     assert "SNIPPET-ONLY-4417" in first_user_text(llm.calls("reporter")[0])
@@ -198,8 +190,7 @@ async def test_a_failed_reporter_leaves_what_the_pages_say_beside_weak_findings(
     handle = await start(
         temporal_client, task_queue, QUESTION, auto_accept_plan=True, enable_background_investigation=False
     )
-    async with asyncio.timeout(90):
-        result = await handle.result()
+    result = await finished(handle)
     await keep_history(handle, "reporter_failed_with_passages")
     assert FACT not in result.observations[0]  # the researcher lost the figure
     assert result.status == "completed" and "the reporter failed" in result.final_report[:800]
@@ -218,8 +209,7 @@ async def test_a_report_that_names_no_page_ends_with_the_pages_the_run_read(
     handle = await start(
         temporal_client, task_queue, QUESTION, auto_accept_plan=True, enable_background_investigation=False
     )
-    async with asyncio.timeout(90):
-        result = await handle.result()
+    result = await finished(handle)
     report = result.final_report
     assert report.startswith("Lantern Rock is an old lighthouse.")
     assert "## Pages this research read" in report and f"]({pages.url('/lighthouse')})" in report
