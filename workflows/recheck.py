@@ -242,9 +242,7 @@ def pages_read(state: RunState) -> list[PageRead]:
     earlier run it did not read again, so a page cited but not re-read keeps
     its old copy for the next comparison."""
     pages: dict[str, PageRead] = {}
-    for result in state.crawled.values():
-        if result.error or not result.blob or not result.sources:
-            continue
+    for result in state.pages_with_text():
         source = result.sources[0]
         pages.setdefault(
             _key(source.url),

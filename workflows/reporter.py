@@ -227,9 +227,8 @@ def _listed(sources: list[Citation]) -> str:
 def read_this_run(state: RunState) -> list[Citation]:
     """The pages this run read (crawled with text), each once, in order."""
     pages: dict[str, Citation] = {}
-    for result in state.crawled.values():
-        if not result.error and result.blob and result.sources:
-            pages.setdefault(_key(result.sources[0].url), result.sources[0])
+    for result in state.pages_with_text():
+        pages.setdefault(_key(result.sources[0].url), result.sources[0])
     return list(pages.values())
 
 

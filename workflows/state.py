@@ -74,6 +74,10 @@ class RunState(Model):
         """Every finished step: of earlier plans, then of the current one."""
         return self.earlier_steps + [s for s in (self.plan.steps if self.plan else []) if s.execution_res]
 
+    def pages_with_text(self) -> list[ToolResult]:
+        """This run's crawls that gave a page's text, each naming its page first."""
+        return [r for r in self.crawled.values() if not r.error and r.blob and r.sources]
+
     def findings(self) -> str:
         """Every finished step's findings, as markdown sections."""
         return "\n\n".join(f"## {s.title}\n{s.execution_res}" for s in self.finished() if s.execution_res)
