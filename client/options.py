@@ -106,7 +106,7 @@ RUN_OPTIONS: tuple[tuple[str, str, dict], ...] = (
         {
             "type": int,
             "metavar": "N",
-            "help": "pages each research step reads before its first model turn (default 3; 0: the model alone decides what to read)",
+            "help": "pages each research step reads before its first model turn (default 5; 0: the model alone decides what to read)",
         },
     ),
     (

@@ -213,3 +213,32 @@ async def test_a_report_that_names_no_page_ends_with_the_pages_the_run_read(
     report = result.final_report
     assert report.startswith("Lantern Rock is an old lighthouse.")
     assert "## Pages this research read" in report and f"]({pages.url('/lighthouse')})" in report
+
+
+async def test_a_step_reads_its_evidence_pages_when_search_results_are_fewer(
+    temporal_client, task_queue, worker, llm, script, pages, tavily
+):
+    """One query, `--max-search-results 2`, `--evidence-pages 4`: the step's
+    own search asks for four results, so four pages are read (the fact is on
+    the fourth), not two."""
+    for n in range(1, 4):
+        pages.add(f"/other{n}", article(f"Lantern Rock notes {n}", ["The lamp was painted white."]))
+    order = ["/other1", "/other2", "/other3", "/lighthouse"]
+    tavily.handler = lambda query, n: [
+        {"title": f"Lantern Rock {p}", "url": pages.url(p), "content": "Lantern Rock.", "score": 0.9} for p in order
+    ][:n]
+    script.researcher = toolless_researcher
+    script.steps = [("How many ships did the Lantern Rock keeper log in 1911", "research")]
+    handle = await start(
+        temporal_client,
+        task_queue,
+        QUESTION,
+        auto_accept_plan=True,
+        enable_background_investigation=False,
+        max_search_results=2,
+        evidence_pages=4,
+    )
+    result = await finished(handle)
+    assert [r["max_results"] for r in tavily.requests] == [4]
+    assert result.usage.crawls == 4 and FACT in first_user_text(llm.calls("researcher")[0])
+    assert FACT in result.final_report

@@ -213,15 +213,18 @@ class ActivityCalls:
             non_retryable=True,
         )
 
-    async def search(self, query: str, where: str = "") -> ToolResult:
-        """A web search; the same query twice in a run (parallel steps
-        included) costs one search."""
+    async def search(self, query: str, where: str = "", results: int | None = None) -> ToolResult:
+        """A web search for the run's ``max_search_results`` results (or
+        ``results``); the same query twice in a run (parallel steps included)
+        costs one search."""
+        width = results or self.max_search_results
         key = " ".join(query.lower().split())
+        key = key if width == self.max_search_results else f"{key} #{width}"  # a wider search is another one
         if (key in self.state.searched or key in self._searching) and workflow.patched("dedupe-searches"):
             self.state.usage.cache_hits += 1
             return self.state.searched.get(key) or await self._searching[key]
         self.on_tool(f"web_search: {query}")
-        request = SearchRequest(query=query, max_results=self.max_search_results)
+        request = SearchRequest(query=query, max_results=width)
         # A future, not a task, for parallel steps asking the same: the
         # activity is scheduled right here, in the order it always was.
         shared = self._searching[key] = asyncio.get_running_loop().create_future()

@@ -97,7 +97,9 @@ async def gather(box: Box, step: Step, where: str) -> Gathered:
     r, calls = box.request, box.calls
     gathered = Gathered(queries=step_queries(box.state.topic, step))
     label = f"{where} · evidence"
-    found = list(await asyncio.gather(*(calls.search(q, label) for q in gathered.queries)))
+    # as many results as pages to read, so a step with one query can read them all
+    width = max(r.max_search_results, r.evidence_pages) if workflow.patched("evidence-search-width") else None
+    found = list(await asyncio.gather(*(calls.search(q, label, width) for q in gathered.queries)))
     if r.resources:
         local = await calls.local_search(gathered.queries[0], label)
         gathered.local = "" if local.error else local.content

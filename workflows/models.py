@@ -168,7 +168,7 @@ class ResearchInput(Model):
     # Evidence each research step gathers before its first model turn
     # (workflows/evidence.py): pages read (0: the pure agent loop), and the
     # tokens one page or evidence set may put into a prompt.
-    evidence_pages: int = Field(default=3, ge=0, le=10)
+    evidence_pages: int = Field(default=5, ge=0, le=10)
     evidence_tokens: int = Field(default=3_000, ge=200, le=200_000)
     # Re-read the earlier run's sources and re-run its searches before
     # planning (`--recheck`; a scheduled run always does: workflows/recheck.py).
