@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from temporalio import activity
 
-from activities import reading, tokens
+from activities import leads, reading, tokens
 from activities.llm import render_prompt
 from infra.blobs import BlobStore
 from workflows.evidence_models import (
@@ -132,16 +132,26 @@ def arrange(sources: list[Source], chunks: list[Chunk], chosen: list[int], order
     return "\n\n".join(render(sources[chunks[i].page], chunks[i].text) for i in ordered)
 
 
-def evidence_set(request: GatherRequest, sources: list[Source]) -> tuple[str, list[Citation], int]:
-    """The evidence set's text (header and passages), the pages that gave
-    passages, and how many passages."""
+@dataclass(frozen=True)
+class Ranked:
+    text: str  # the evidence set: header and passages
+    pages: list[Citation]  # the pages that gave passages
+    passages: int
+    lead: str = ""  # what the best passages point to (activities/leads.py)
+
+
+def evidence_set(request: GatherRequest, sources: list[Source]) -> Ranked:
+    """The step's evidence set, and its lead."""
     chunks = chunks_of(sources)
     if not chunks:
-        return "", [], 0
+        return Ranked("", [], 0)
     order = [i for _, i in reading.Index([c.text for c in chunks]).scores(request.focus)]
+    found = ""
     if not order:  # nothing matches the step's words: each page's start
         order = sorted(range(len(chunks)), key=lambda i: (chunks[i].at, chunks[i].page))
     else:
+        whole = "\n".join(s.text[:MAX_PAGE_CHARS] for s in sources)
+        found = leads.lead(request.queries, request.focus, [chunks[i].text for i in order[: leads.BEST]], whole)
         ranked = set(order)
         order += sorted(
             (i for i in range(len(chunks)) if i not in ranked), key=lambda i: (chunks[i].at, chunks[i].page)
@@ -151,7 +161,7 @@ def evidence_set(request: GatherRequest, sources: list[Source]) -> tuple[str, li
     chosen = pick(sources, chunks, order, request.budget - tokens.count(header))
     pages = {chunks[i].page for i in chosen}
     cited = [Citation(title=s.title, url=s.url) for n, s in enumerate(sources) if n in pages and s.url]
-    return f"{header.strip()}\n\n{arrange(sources, chunks, chosen, order)}", cited, len(chosen)
+    return Ranked(f"{header.strip()}\n\n{arrange(sources, chunks, chosen, order)}", cited, len(chosen), found)
 
 
 # --- the findings and the passages they rest on -------------------------------------
@@ -276,10 +286,16 @@ class EvidenceActivities:
     @activity.defn(name="rank_evidence")
     async def rank_evidence(self, request: GatherRequest) -> EvidenceSet:
         sources = await self._sources(request.pages, request.local)
-        text, pages, count = await asyncio.to_thread(evidence_set, request, sources)
-        if not count:
+        ranked = await asyncio.to_thread(evidence_set, request, sources)
+        if not ranked.passages:
             return EvidenceSet()
-        return EvidenceSet(blob=await self.blobs.put(text), pages=pages, passages=count, tokens=tokens.count(text))
+        return EvidenceSet(
+            blob=await self.blobs.put(ranked.text),
+            pages=ranked.pages,
+            passages=ranked.passages,
+            tokens=tokens.count(ranked.text),
+            lead=ranked.lead,
+        )
 
     @activity.defn(name="support_findings")
     async def support_findings(self, request: SupportRequest) -> Support:

@@ -194,8 +194,8 @@ async def test_a_long_step_continues_as_new_between_its_turns(
     assert sorted(queries) == sorted(
         f"lighthouse {t}-{i}" for t in range(SEARCH_TURNS) for i in range(SEARCHES_PER_TURN)
     )
-    # and the background search, and the step's own evidence search
-    assert scheduled(histories, "web_search") == 2 + SEARCH_TURNS * SEARCHES_PER_TURN
+    # and the background search, the step's own evidence search and its lead's
+    assert scheduled(histories, "web_search") == 3 + SEARCH_TURNS * SEARCHES_PER_TURN
     assert scheduled(histories, "run_python") == 1 + CODE_TURNS * CELLS_PER_TURN + 1
     first_token = re.search(r"TOKEN=(\S+)", tool_messages(llm.calls("coder")[1])[0]["content"])
     log = ",".join(f"{t}-{i}" for t in range(CODE_TURNS) for i in range(CELLS_PER_TURN))

@@ -57,7 +57,10 @@ async def test_a_researcher_that_never_calls_a_tool_writes_from_the_pages_its_st
     page = pages.url("/lighthouse")
     first = first_user_text(llm.calls("researcher")[0])
     assert FACT in first and page in first  # the page was read for it before its first turn
-    assert [r["query"] for r in tavily.requests] == ["How many ships did the Lantern Rock keeper log in 1911"]
+    # The step's own search, then its lead (a name the page introduces), which finds no page not read yet.
+    searched = [r["query"] for r in tavily.requests]
+    assert searched[0] == "How many ships did the Lantern Rock keeper log in 1911" and len(searched) == 2
+    assert searched[1].startswith("Jane Reporter ")
     assert len(llm.calls("researcher")) == 1 and result.usage.crawls == 1
     # The finding it wrote without a source now names the page that holds it.
     assert f"- {FACT} ([source]({page}))" in result.observations[0]
@@ -239,6 +242,48 @@ async def test_a_step_reads_its_evidence_pages_when_search_results_are_fewer(
         evidence_pages=4,
     )
     result = await finished(handle)
-    assert [r["max_results"] for r in tavily.requests] == [4]
+    assert tavily.requests[0]["max_results"] == 4  # (then its lead's search, as wide)
     assert result.usage.crawls == 4 and FACT in first_user_text(llm.calls("researcher")[0])
     assert FACT in result.final_report
+
+
+async def test_a_step_follows_the_lead_its_pages_give_to_the_page_of_the_second_hop(
+    temporal_client, task_queue, worker, llm, script, pages, tavily
+):
+    """Two hops: the step's search finds the seal count, which names the
+    site; only a search for that site finds the ferry. The workflow follows
+    the lead beside the agent's loop, so a researcher that never calls a tool
+    still has the ferry's page behind its findings, and the report holds it."""
+    survey = "The autumn survey counted seals along the whole coast, from the northern cliffs to the southern sands."
+    pages.add(
+        "/seals",
+        article("Grey seal count", [survey, "Hallow Point remains by far the largest grey seal colony on the coast."]),
+    )
+    timetable = "Our boats sail all year round from the harbour pier; tickets are sold at the gate and on board."
+    pages.add(
+        "/ferries",
+        article("Ferry routes", [timetable, "The MV Selkie sails from the harbour to Hallow Point in 35 minutes."]),
+    )
+    hit = {"seals": ("Grey seal count", "/seals"), "ferries": ("Ferry routes", "/ferries")}
+
+    def search(query: str, n: int) -> list[dict]:
+        title, path = hit["ferries" if "Hallow Point" in query else "seals"]
+        return [{"title": title, "url": pages.url(path), "content": title, "score": 0.9}]
+
+    tavily.handler = search
+    script.researcher = lambda request: "## Findings\n- The largest colony was counted."
+    script.steps = [
+        ("Which ferry serves the site of the largest grey seal colony, and how long is the crossing", "research")
+    ]
+    handle = await start(
+        temporal_client, task_queue, QUESTION, auto_accept_plan=True, enable_background_investigation=False
+    )
+    result = await finished(handle)
+    await keep_history(handle, "lead_followed")
+    searched = [r["query"] for r in tavily.requests]
+    assert len(searched) == 2 and searched[1].startswith("Hallow Point ") and "ferry" in searched[1]
+    assert sorted(pages.hits) == ["/ferries", "/seals"] and result.usage.crawls == 2
+    assert "MV Selkie" not in first_user_text(llm.calls("researcher")[0])  # found beside its turn, not before
+    reporter = first_user_text(llm.calls("reporter")[0])
+    assert "MV Selkie" in reporter and pages.url("/ferries") in reporter
+    assert "MV Selkie" in result.final_report

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from activities import tokens
 from activities.evidence import Source, chunks_of, evidence_set, holds, joined, readable, support_of, supported
+from activities.leads import lead, names_in
 from activities.reading import excerpt
 from infra.eval_score import score
 from workflows.eval_models import EvalTask
@@ -52,12 +53,14 @@ def test_the_evidence_set_holds_the_passages_the_step_is_about_with_their_pages(
     deep = "\n\n".join([FILLER] * 60 + ["The keeper logged 4417 ships in 1911 at Lantern Rock."] + [FILLER] * 40)
     sources = [Source("Lantern Rock", "http://x/rock", deep), Source("Other", "http://x/other", FILLER)]
     request = GatherRequest(focus="How many ships did the Lantern Rock keeper log in 1911", budget=600)
-    text, pages, count = evidence_set(request, sources)
+    ranked = evidence_set(request, sources)
+    text, pages, count = ranked.text, ranked.pages, ranked.passages
     assert "[Lantern Rock](http://x/rock): The keeper logged 4417 ships in 1911" in text
     assert tokens.count(text) <= 600 and count >= 1
     assert pages[0].url == "http://x/rock"
     # Nothing matches the step's words: each page's start, never nothing.
-    text, _, count = evidence_set(GatherRequest(focus="zeppelin", budget=600), sources)
+    ranked = evidence_set(GatherRequest(focus="zeppelin", budget=600), sources)
+    text, count = ranked.text, ranked.passages
     assert count >= 2 and "[Other](http://x/other)" in text
 
 
@@ -174,3 +177,31 @@ def test_findings_that_cite_every_line_still_state_something():
 
     assert states_something("- The keeper logged 4417 ships ([source](http://x/rock))")
     assert not states_something("(no findings)") and not states_something("## Findings\n\n---\n")
+
+
+def test_a_lead_names_what_the_best_passages_introduce_with_what_is_still_unanswered():
+    """Two hops: the best passage names the site ("Hallow Point"); the ferry
+    is on a page only a search for that name finds."""
+    best = [
+        "Hallow Point remains by far the largest grey seal colony on the coast. Pup numbers rose again.",
+        "The autumn count found 1,930 grey seals on the coast.",
+    ]
+    question = "Which ferry serves the site of the largest grey seal colony, and how long does the crossing take?"
+    found = lead([question], question, best, "\n".join(best) + "\nthe pups")
+    assert found.startswith("Hallow Point ") and "ferry" in found and "crossing" in found
+    assert "seal" not in found and "colony" not in found  # what the passages already hold
+
+
+def test_no_lead_when_the_best_passages_name_nothing_new():
+    question = "How many grey seals did the Hallow Point count find?"
+    best = ["The Hallow Point count found 742 grey seals.", "Pup numbers rose for the fourth year."]
+    assert lead([question], question, best, "\n".join(best)) == ""
+    # A sentence's first word is no name when the pages write it in lower case too.
+    text = "Pup numbers rose. The pup count is done by drone."
+    assert names_in([text], "seal count", text) == []
+    assert names_in(
+        ["Built in Orrin's Ford by Haldane Turbine Works."], "who built the turbines", "they were built"
+    ) == [
+        "Orrin's Ford",
+        "Haldane Turbine Works",
+    ]

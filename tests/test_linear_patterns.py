@@ -223,6 +223,7 @@ SCANNED = [
     "workflows.grounding",
     "workflows.evidence",
     "activities.evidence",
+    "activities.leads",
     "client.demo.reading",
     "workflows.clean",
     "workflows.echoes",
@@ -299,6 +300,21 @@ def test_the_echo_checks_and_the_eval_reader_are_linear_on_cjk_and_digits():
             own_text(text, "q " * 1000, [text[:20_000]])
             echo_share(text, text)
             script_share(text, "zh-CN")
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
+
+
+def test_a_lead_is_found_at_once_in_pages_of_capitals():
+    """The names a step's best passages introduce (activities/leads.py), on
+    pages of capitalised words and of small words between capitals."""
+    out = finishes(
+        """
+        from activities.leads import lead
+        for pump in ("A", "Ab ", "Ab of ", "Ab-", "A'", "Ab \t"):
+            text = pump * (400_000 // len(pump))
+            lead(["the question"], "the question", [text[:2_000]] * 3, text)
         print("ok")
         """
     )

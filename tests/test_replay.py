@@ -53,7 +53,8 @@ def test_there_are_histories_to_replay():
         "rechecked_changed",  # a scheduled run that re-checked its sources and found a change
         "rechecked_unchanged",  # one that found none: no model call
         "scheduled_before_recheck",  # a scheduled run recorded before the recheck-sources patch
-        "evidence_gathered",  # a research step that read before its first turn
+        "evidence_gathered",  # a research step that read before its first turn (recorded before its lead was followed)
+        "lead_followed",  # a research step that followed the lead its pages gave, beside its agent's loop
         "nothing_read",  # a run whose every search failed: findings and report say so
         "enough_context_researched",  # "enough context" with nothing read: researched anyway
         "reporter_failed_with_passages",  # the reporter failed: findings and the passages they rest on

@@ -29,7 +29,8 @@ async def test_full_run_searches_crawls_computes_and_reports(temporal_client, ta
     assert result.plan_iterations == 1
     assert all(s.execution_res for s in result.plan.steps)
     usage = result.usage
-    assert usage.searches == 3  # background investigation + the step's evidence + the researcher's own
+    # background investigation, the step's evidence and its lead (a name on the page), the researcher's own
+    assert usage.searches == 4
     assert (usage.crawls, usage.code_runs) == (1, 1)
     assert usage.llm_calls == len(llm.requests) and usage.prompt_tokens > 0
     assert pages.hits == ["/lighthouse"]

@@ -6,7 +6,8 @@ pages; one that does saves the turns of its first search and crawl).
        documents too when the run has them)   web_search, local_search
     2. read the best few results side by side     crawl (the URL guard, the cache)
     3. rank their passages against the step       rank_evidence
-    ...the agent's loop, its first message holding the passages...
+    ...the agent's loop, its first message holding the passages; beside it
+    3b. follow the lead the best passages give    web_search, crawl
     4. find the passages its findings rest on     support_findings
     5. for the reporter: the steps' passages      join_evidence
 
@@ -40,6 +41,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
 
 MAX_QUERY_CHARS = 300
 MAX_QUERIES = 2
+LEAD_PAGES = 2  # pages the search for a step's lead may add
 _WORD = re.compile(r"[^\W_]+")
 _SMALL = frozenset("a an and are as at be by do does for from how in is it its of on or the to was were what".split())
 
@@ -108,11 +110,7 @@ async def gather(box: Box, step: Step, where: str) -> Gathered:
     for _ in range(2):  # a second round stands in for pages that could not be read
         todo = candidates(found, r.evidence_pages - len(gathered.pages), tried)
         tried.update(url for url, _ in todo)
-        pages = await asyncio.gather(*(calls.crawl(url, label) for url, _ in todo))
-        for (url, title), page in zip(todo, pages):
-            if not page.error and page.blob:
-                name = page.sources[0].title if page.sources else title
-                gathered.pages.append(EvidencePage(url=page.source or url, title=name or url, blob=page.blob))
+        gathered.pages += await _read(box, todo, label)
         if len(gathered.pages) >= r.evidence_pages or not todo:
             break
     if gathered.pages or gathered.local:
@@ -126,6 +124,38 @@ async def gather(box: Box, step: Step, where: str) -> Gathered:
         gathered.evidence = await calls.evidence("rank_evidence", request, EvidenceSet, f"{label}: ranking passages")
     gathered.problem = _problem(found, tried, gathered)
     return gathered
+
+
+async def _read(box: Box, todo: list[tuple[str, str]], label: str) -> list[EvidencePage]:
+    """The pages of ``todo`` (url, title) read side by side: those with text."""
+    pages = await asyncio.gather(*(box.calls.crawl(url, label) for url, _ in todo))
+    out = []
+    for (url, title), page in zip(todo, pages):
+        if not page.error and page.blob:
+            name = page.sources[0].title if page.sources else title
+            out.append(EvidencePage(url=page.source or url, title=name or url, blob=page.blob))
+    return out
+
+
+def follow_lead(box: Box, gathered: Gathered | None, where: str) -> asyncio.Task[None] | None:
+    """Step 3b, beside the agent's loop: when the step's best passages point
+    to something its searches did not ask about (their lead: a name they
+    introduce, with the step's words they do not hold), search it and read up
+    to ``LEAD_PAGES`` pages not read yet. Their passages join the step's for
+    its findings and the report. The task to await before the findings, or
+    None when there is no lead."""
+    lead = gathered.evidence.lead if gathered and gathered.evidence else ""
+    if not lead or not workflow.patched("follow-leads"):
+        return None
+    return asyncio.create_task(_follow(box, gathered, lead, f"{where} · evidence"))
+
+
+async def _follow(box: Box, gathered: Gathered, lead: str, label: str) -> None:
+    r = box.request
+    found = await box.calls.search(lead, label, max(r.max_search_results, r.evidence_pages))
+    todo = candidates([found], LEAD_PAGES, {p.url for p in gathered.pages})
+    gathered.pages += await _read(box, todo, label)
+    gathered.searched = gathered.searched or bool(not found.error and found.sources)
 
 
 def _problem(found: list[ToolResult], tried: set[str], gathered: Gathered) -> str:

@@ -33,6 +33,7 @@ class EvidenceSet(Model):
     pages: list[Citation] = Field(default_factory=list)  # the pages that gave passages
     passages: int = 0
     tokens: int = 0
+    lead: str = ""  # a search for what the best passages point to (activities/leads.py); "": none
 
 
 class Gathered(Model):

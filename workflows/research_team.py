@@ -73,22 +73,18 @@ class ResearchTeam:
             resume = box.state.agents.pop(index, None)
             reads = role == "researcher" and box.request.evidence_pages > 0 and workflow.patched("gather-evidence")
             gathered = resume.gathered if resume else None
+            following = None
             if reads and resume is None:
                 gathered = await evidence.gather(box, step, where)
-            outcome = await run_agent(
-                box.calls,
-                role,
-                self.task(step, earlier),
-                box.variables(has_resources=bool(box.request.resources)),
-                box.request.agent_max_turns,
-                f"{workflow.info().workflow_id}/{box.state.plan_iterations}/{index}",
-                agent_tools(role, bool(box.request.resources)),
-                out_of_budget=box.out_of_budget,
-                resume=resume,
-                where=where,
-                evidence=gathered.evidence.blob if gathered and gathered.evidence else None,
-                evidence_tokens=box.request.evidence_tokens,
-            )
+                following = evidence.follow_lead(box, gathered, where)
+            try:
+                outcome = await self.agent(step, index, earlier, resume, gathered, where)
+            except BaseException:
+                if following:
+                    following.cancel()
+                raise
+            if following:
+                await following  # its pages, for the findings (or the paused step's checkpoint)
             if isinstance(outcome, AgentCheckpoint):  # paused: the next run goes on from here
                 outcome.gathered = gathered
                 box.state.agents[index] = outcome
@@ -96,6 +92,32 @@ class ResearchTeam:
                 step.execution_res = await self.findings(step, outcome, gathered if reads else None, where)
                 box.emit("step_finished", step.title, index)
             self.running.discard(index)
+
+    async def agent(
+        self,
+        step: Step,
+        index: int,
+        earlier: str,
+        resume: AgentCheckpoint | None,
+        gathered: Gathered | None,
+        where: str,
+    ) -> Finished | AgentCheckpoint:
+        """The step's agent loop, from the evidence it gathered (or from where it paused)."""
+        box, role = self.box, AGENT_FOR_STEP[step.step_type]
+        return await run_agent(
+            box.calls,
+            role,
+            self.task(step, earlier),
+            box.variables(has_resources=bool(box.request.resources)),
+            box.request.agent_max_turns,
+            f"{workflow.info().workflow_id}/{box.state.plan_iterations}/{index}",
+            agent_tools(role, bool(box.request.resources)),
+            out_of_budget=box.out_of_budget,
+            resume=resume,
+            where=where,
+            evidence=gathered.evidence.blob if gathered and gathered.evidence else None,
+            evidence_tokens=box.request.evidence_tokens,
+        )
 
     def task(self, step: Step, earlier: str) -> str:
         """The agent's task: the question, its step and what earlier steps
