@@ -1,6 +1,6 @@
 """Run the benchmarks:
 
-    python -m bench                 # all eight (about 10 minutes)
+    python -m bench                 # all nine (about 10 minutes)
     python -m bench --only 1,4      # a selection
     python -m bench --quick         # fewer repetitions
 
@@ -25,6 +25,7 @@ from bench.benchmarks import bench_cli, bench_concurrent, bench_history, bench_o
 from bench.fleet import FLEET_RUNS, bench_fleet
 from bench.harness import BenchEnv
 from bench.recheck import bench_recheck
+from bench.retrieval import bench_retrieval
 from bench.tokens import TOKENS_BASELINE, bench_tokens
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -37,12 +38,13 @@ TITLES = {
     "6": "tokens sent per canonical run",
     "7": "keeping a topic current: an unchanged world",
     "8": "many runs on one rate-limited provider account",
+    "9": "what a research step's own reading finds (no model)",
 }
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Benchmarks of the research workflow.")
-    parser.add_argument("--only", default="1,2,3,4,5,6,7,8", help="comma-separated benchmark numbers (default: all)")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7,8,9", help="comma-separated benchmark numbers (default: all)")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--runs", type=int, help="repetitions per mode for benchmarks 1 and 2")
     parser.add_argument("--cli-repeats", type=int, help="timed runs of each command in benchmark 5 (default 7)")
@@ -94,6 +96,8 @@ async def run(args: argparse.Namespace) -> dict:
                 out = await bench_recheck(env)
             elif number == "8":
                 out = await bench_fleet(env, args.fleet_runs)
+            elif number == "9":
+                out = await asyncio.to_thread(bench_retrieval)
             else:
                 out = await bench_history(env)
             out["seconds"] = round(time.perf_counter() - begin, 1)

@@ -205,3 +205,22 @@ def test_no_lead_when_the_best_passages_name_nothing_new():
         "Orrin's Ford",
         "Haldane Turbine Works",
     ]
+
+
+def test_on_the_builtin_suite_the_second_hop_page_is_read_by_following_the_lead():
+    """Benchmark 9's gathering (the workflow's own reading code, the eval's
+    corpus and search engine): the ferry of "the site of the largest seal
+    colony" is on a page that only the lead ("Hallow Point ...") finds."""
+    from bench.retrieval import SUITE, Corpus, gathered, recall
+    from client.evaluation.corpus import load_corpus
+    from client.evaluation.web import Index
+
+    documents = load_corpus(SUITE / "corpus")
+    corpus = Corpus(Index(documents), [d.path for d in documents])
+    lines = (SUITE / "tasks.jsonl").read_text(encoding="utf-8").splitlines()
+    task = next(t for t in map(EvalTask.model_validate_json, lines) if t.id == "seal-colony-ferry")
+    without, _, searches = gathered(corpus, task, 5, lead=False)
+    followed, pages, more = gathered(corpus, task, 5, lead=True)
+    assert "35 minutes" not in without and searches == 1
+    assert "35 minutes" in followed and "Selkie" in followed and (pages, more) == (7, 2)
+    assert recall(task, corpus.paths, followed) == 1.0
