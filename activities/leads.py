@@ -10,8 +10,8 @@ a sentence that shares the step's words (the relation the step asks about),
 followed by the words of the step's queries the best passages do not hold
 (what is still unanswered): "Hallow Point ferry serves crossing".
 
-Names are runs of capitalised words (scripts with letter case); a word
-the passages also write in lower case is no name ("The", "Built"). A step
+Names are runs of capitalised words (Latin, Greek and Cyrillic scripts);
+a word the passages also write in lower case is no name ("The", "Built"). A step
 whose best passages introduce no name has no lead. Pure functions, bounded
 patterns; the caller runs them off the event loop.
 """
@@ -25,11 +25,13 @@ from activities import reading
 BEST = 3  # passages the lead is taken from: the step's best ones
 MAX_LEAD_CHARS = 200
 # A capitalised word, and up to four more (joined by a small word: "Isle of Man").
+_CAPITAL = "A-ZÀ-ÖØ-ÞΑ-ΩА-ЯЁ"  # Latin (Latin-1 accents), Greek and Cyrillic capitals
 _NAME = re.compile(
-    r"[A-Z][\w'’-]{0,40}(?:[ \t]{1,3}(?:(?:of|the|de|del|la|le|van|von|and|&)[ \t]{1,3})?[A-Z0-9][\w'’-]{0,40}){0,4}"
+    rf"[{_CAPITAL}][\w'’-]{{0,40}}"
+    rf"(?:[ \t]{{1,3}}(?:(?:of|the|de|del|la|le|van|von|and|&)[ \t]{{1,3}})?[{_CAPITAL}0-9][\w'’-]{{0,40}}){{0,4}}"
 )
 _SENTENCE_END = re.compile(r"[.!?。！？]\s|\n| — ")  # " — ": a heading before its text (activities/evidence.readable)
-_LOWER = re.compile(r"(?<![\w'’-])[a-z][\w'’-]{0,40}")
+_LOWER = re.compile(r"(?<![\w'’-])[a-zß-öø-ÿα-ωа-яё][\w'’-]{0,40}")
 
 
 def names_in(best: list[str], known: str, whole: str) -> list[str]:
@@ -56,8 +58,7 @@ def names_in(best: list[str], known: str, whole: str) -> list[str]:
             score[name] = score.get(name, 0.0) + shared / (rank + 1)
             if not first or len(words) > 1:
                 inside.add(name)
-    ranked = sorted((name for name in score if name in inside), key=lambda name: -score[name])
-    return ranked
+    return sorted((name for name in score if name in inside), key=lambda name: -score[name])
 
 
 def _sentence(text: str, start: int, end: int) -> str:
