@@ -249,7 +249,8 @@ async def test_tool_call_arguments_that_are_not_json_give_a_tool_error(
     assert result.status == "completed" and FACT in result.final_report
     error = tool_messages(llm.calls("researcher")[1])[0]["content"]
     assert error.startswith("Error:") and "not valid JSON" in error
-    assert result.usage.searches == 3  # the broken call searched nothing (background, evidence, researcher)
+    # the broken call searched nothing (background, the step's evidence and its lead, the researcher's)
+    assert result.usage.searches == 4
 
 
 @pytest.mark.parametrize("mixed", [False, True], ids=["unknown-only", "unknown-with-valid"])

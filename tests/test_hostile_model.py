@@ -172,7 +172,8 @@ async def test_two_thousand_tool_calls_in_one_turn_run_only_a_bounded_number(
     replies = answers(turns[1])
     assert len(replies) == 2100  # every call answered, exactly once
     assert sum(r.startswith("Error: only the first") for r in replies) == 2100 - 16
-    assert len(tavily.requests) <= 16 + 3  # the bounded calls, the background and evidence searches, the normal one
+    # the bounded calls; the background search, the step's evidence search and its lead's; the normal one
+    assert len(tavily.requests) <= 16 + 4
 
 
 TOOL_ACTIVITIES = {"web_search", "local_search", "crawl", "run_python", "mcp_call_tool"}

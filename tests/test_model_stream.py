@@ -341,7 +341,8 @@ async def test_a_server_that_cannot_stream_tool_calls_gets_them_as_text(
     assert "## Tools" in first[1]["messages"][0]["content"]
     later = [r for r in llm.calls() if r["_request_id"] != first[0]["_request_id"]]
     assert later and all("tools" not in r and r.get("stream") and bound(r) for r in later)  # the worker remembers
-    assert llm.calls("researcher") and (result.usage.searches, result.usage.crawls) == (3, 1)  # and the step's own
+    # and the step's own search, and its lead's (a name on the page)
+    assert llm.calls("researcher") and (result.usage.searches, result.usage.crawls) == (4, 1)
 
 
 async def test_a_stream_of_keep_alive_comments_alone_is_empty_not_malformed(

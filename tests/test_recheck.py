@@ -120,9 +120,10 @@ async def test_changed_pages_give_each_old_and_new_value_cited(
     changes = section_of(second["final_report"])
     assert f"**4417 → 5120**: was “{FACT}.” ([Lantern Rock history]({url}), read {then}); " in changes
     assert f"now “{NEW_FACT}.” ([Lantern Rock history]({url}), read {today})" in changes
+    # searches: the background search, the step's evidence search and its lead's, the researcher's own
     assert second["recheck"] == {
         "since": then, "run_id": first_id, "pages": 1, "changed": 1, "gone": 0, "moved": 0, "not_compared": 0,
-        "searches": 3, "new_results": 0,
+        "searches": 4, "new_results": 0,
     }  # fmt: skip
     # it asked conditionally, and the server, whose page had changed, sent it whole
     asked = [h for path, h in pages.requests[hits_before:] if path == "/lighthouse"]
@@ -165,7 +166,7 @@ async def test_nothing_changed_says_so_in_one_line_and_costs_no_model_call(
     report = second["final_report"]
     assert section_of(report).strip() == (
         f"{then}\n\nNothing changed: the 1 source(s) behind the report of {then} say the same on {today}, "
-        "and its 3 search(es) found nothing new."
+        "and its 4 search(es) found nothing new."  # with the lead the step's page gave
     )
     # the earlier report once, under its own title: one set of key points, one of sources
     assert report.replace(section_of(report), "").replace("## What changed since", "").split() == (

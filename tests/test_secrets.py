@@ -157,7 +157,8 @@ async def test_no_api_key_in_history_results_logs_or_storage(
     assert result.status == "completed" and FACT in result.final_report
     assert f"SUM_OF_SQUARES={EXPECTED_SUM}" in result.final_report
     assert [r["_status"] for r in llm.requests][:2] == [500, 200] and len(llm.requests) == 9
-    assert [r["_status"] for r in tavily.requests] == [500, 200, 200, 200]  # background, evidence, researcher
+    # background (refused once), the step's evidence and its lead, the researcher's
+    assert [r["_status"] for r in tavily.requests] == [500, 200, 200, 200, 200]
     assert all(r["_status"] in (200, 500) for r in llm.requests + tavily.requests)
 
     history_json = history.to_json()

@@ -81,7 +81,8 @@ def gone(command: subprocess.Popen[str], server: int, port: int) -> None:
     try:
         command.wait(60)
     finally:
-        stopped = wait(lambda: not alive(server) and not port_open("127.0.0.1", port), 30)
+        # (a bound, not a timing: on a loaded machine a dev server told to stop may take a while to close)
+        stopped = wait(lambda: not alive(server) and not port_open("127.0.0.1", port), 90)
         if not stopped:
             os.kill(server, signal.SIGKILL)  # leave nothing behind, whatever the result
         assert stopped, f"the dev server (pid {server}) outlived the command and still holds port {port}"

@@ -141,7 +141,7 @@ def follow_lead(box: Box, gathered: Gathered | None, where: str) -> asyncio.Task
     """Step 3b, beside the agent's loop: when the step's best passages point
     to something its searches did not ask about (their lead: a name they
     introduce, with the step's words they do not hold), search it and read up
-    to ``LEAD_PAGES`` pages not read yet. Their passages join the step's for
+    to ``LEAD_PAGES`` pages not read yet (never more than ``evidence_pages``). Their passages join the step's for
     its findings and the report. The task to await before the findings, or
     None when there is no lead."""
     lead = gathered.evidence.lead if gathered and gathered.evidence else ""
@@ -153,7 +153,7 @@ def follow_lead(box: Box, gathered: Gathered | None, where: str) -> asyncio.Task
 async def _follow(box: Box, gathered: Gathered, lead: str, label: str) -> None:
     r = box.request
     found = await box.calls.search(lead, label, max(r.max_search_results, r.evidence_pages))
-    todo = candidates([found], LEAD_PAGES, {p.url for p in gathered.pages})
+    todo = candidates([found], min(LEAD_PAGES, r.evidence_pages), {p.url for p in gathered.pages})
     gathered.pages += await _read(box, todo, label)
     gathered.searched = gathered.searched or bool(not found.error and found.sources)
 
