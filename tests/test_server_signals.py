@@ -53,6 +53,16 @@ def wait(check, seconds: float = 60.0) -> bool:
     return True
 
 
+@pytest.fixture(autouse=True)
+def hangup_as_in_a_terminal():
+    """A command started in a terminal has SIGHUP's default disposition. The
+    test runner may not (under ``nohup`` SIGHUP is ignored, and children
+    inherit that): the commands here get the default, as in a terminal."""
+    before = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGHUP, before)
+
+
 def start(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     """A command in a session of its own (as in a terminal of its own)."""
     return subprocess.Popen(
@@ -81,8 +91,7 @@ def gone(command: subprocess.Popen[str], server: int, port: int) -> None:
     try:
         command.wait(60)
     finally:
-        # (a bound, not a timing: on a loaded machine a dev server told to stop may take a while to close)
-        stopped = wait(lambda: not alive(server) and not port_open("127.0.0.1", port), 90)
+        stopped = wait(lambda: not alive(server) and not port_open("127.0.0.1", port), 30)
         if not stopped:
             os.kill(server, signal.SIGKILL)  # leave nothing behind, whatever the result
         assert stopped, f"the dev server (pid {server}) outlived the command and still holds port {port}"
