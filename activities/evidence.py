@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from temporalio import activity
 
 from activities import leads, reading, tokens
+from activities.claims import claim_lines, holds, states_something
 from activities.llm import render_prompt
 from infra.blobs import BlobStore
 from workflows.evidence_models import (
@@ -39,7 +40,6 @@ MAX_PAGE_CHARS = 2_000_000  # of one page's text looked at
 MAX_SHOWN = 60_000  # characters of passages put into a report the workflow writes
 MAX_AGENT_PAGES = 12  # pages an agent read itself that its findings are traced to (its last ones)
 LOCAL_TITLE = "Local documents"
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 @dataclass(frozen=True)
@@ -165,58 +165,6 @@ def evidence_set(request: GatherRequest, sources: list[Source]) -> Ranked:
 
 
 # --- the findings and the passages they rest on -------------------------------------
-
-
-def claim_terms(text: str) -> set[str]:
-    return set(reading.terms(text))
-
-
-def numbers(text: str) -> set[str]:
-    return {n.replace(",", "") for n in _NUMBER.findall(text)}
-
-
-def holds(claim: str, passage: str) -> bool:
-    """Whether ``passage`` plausibly states ``claim``: every number of the
-    claim, and most of its other words (half of them beside its numbers,
-    three in five without)."""
-    figures = numbers(claim)
-    wanted = {t for t in claim_terms(claim) if not t.isdigit()}
-    if len(wanted) + len(figures) < 3 or not wanted:
-        return False
-    shared = len(wanted & claim_terms(passage)) / len(wanted)
-    if figures:
-        return figures <= numbers(passage) and shared >= 0.5
-    return shared >= 0.6
-
-
-def claim_lines(findings: str) -> list[tuple[int, str]]:
-    """(line number, text) of the findings' lines that state something: not
-    headings, rules, table rows, code, links-only or very short lines."""
-    out, fenced = [], False
-    for n, line in enumerate(findings.split("\n")):
-        bare = line.strip()
-        if bare.startswith("```"):
-            fenced = not fenced
-            continue
-        note = bare.startswith("(") and bare.endswith(")")  # "(no findings)", a note of the workflow's
-        if fenced or note or len(bare) < 20 or bare.startswith(("#", "|", "---", ">")) or "://" in bare:
-            continue
-        out.append((n, bare))
-    return out
-
-
-_LINKED = re.compile(r"\[([^\[\]\n]{0,300})\]\([^()\s]{0,2000}\)")
-
-
-def states_something(findings: str) -> bool:
-    """Whether the findings say anything: a line of twenty characters or more
-    beside its links' addresses, not a heading, a rule or a note in
-    parentheses ("(no findings)")."""
-    for line in _LINKED.sub(r"\1", findings).split("\n"):
-        bare = line.strip()
-        if len(bare) >= 20 and not bare.startswith(("#", "---")) and not (bare[0] == "(" and bare[-1] == ")"):
-            return True
-    return False
 
 
 def supported(findings: str, sources: list[Source], chunks: list[Chunk]) -> tuple[str, list[int]]:
