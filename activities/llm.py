@@ -25,6 +25,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities import context, cut_replies, model_endpoint, overflow, reading, text_tools, tokens
 from activities.heartbeat import heartbeating
+from activities.held import held_share
 from activities.llm_stream import BrokenStream, Completion, Looping, Silence, ToolStreamRefused
 from activities.model_endpoint import ModelEndpoint
 from activities.off_loop import off_loop
@@ -334,6 +335,7 @@ class ModelActivities:
         text_tools_used = self.settings.tool_calling != "native" or not self.api.native_tools
         if text_tools_used and allowed and request.tool_choice == "auto" and not calls:  # (native ones kept)
             content, calls = await off_loop(text_tools.parse_reply, content, allowed)
+        written = content  # the model's own text, before any note of ours
         cut = completion.finish_reason in cut_replies.CUT
         if cut and not calls and request.output == "text" and content:
             content += cut_replies.note(completion.finish_reason or "", request.serving_role)
@@ -362,9 +364,17 @@ class ModelActivities:
             steps_cut=plan.cut if plan else [],
             podcast=script,
             context_window=learned,
-            shown=await self.blobs.put(shown_text(sent)) if request.keep_shown else None,
+            **(await self._kept(sent, written) if request.keep_shown else {}),
             **(await off_loop(measure, content, instructions, locale) if content.strip() else {}),
         )
+
+    async def _kept(self, sent: list[dict[str, Any]], content: str) -> dict[str, Any]:
+        """A kept request: its text as sent (a blob reference), and how much
+        of the reply its material (all but the system prompt) holds
+        (``activities/held.py``)."""
+        material = shown_text([m for m in sent if m.get("role") != "system"])
+        held = await off_loop(held_share, content, material)
+        return {"shown": await self.blobs.put(shown_text(sent)), "held": held}
 
 
 def counted(completion: Completion, kwargs: dict[str, Any]) -> Completion:

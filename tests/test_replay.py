@@ -64,6 +64,7 @@ def test_there_are_histories_to_replay():
         "coordinator_echoed",
         "report_language_asked_again",
         "rate_limit_waited",  # a model call on the model queue, refused (429), waited out, called again
+        "report_unsupported",  # a report stating what its material does not say, twice: the findings and pages
     } <= {p.stem for p in HISTORIES}
 
 

@@ -440,3 +440,7 @@ class ModelReply(Model):
     # (workflows/languages.py); None: too short to tell, or a locale whose
     # script is not known.
     in_locale: float | None = None
+    # With ``keep_shown``: the share of the reply's statements (sentences with
+    # a figure or a name) that what it was shown holds (activities/held.py);
+    # None: too few statements to tell, or written in another language.
+    held: float | None = None

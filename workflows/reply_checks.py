@@ -11,9 +11,14 @@ locale's script); the workflow decides here, for every role the same way:
   written, the reporter's run gets the report built from the findings,
   ``workflows/fallback_report.py``);
 - a report in another script than its locale's is asked for once more, in
-  the locale's language; still not, it is kept, with a warning.
+  the locale's language; still not, it is kept, with a warning;
+- a report that uses none of the findings' figures and names
+  (``workflows/grounding.py``), or whose statements are mostly not in what
+  it was shown (``ModelReply.held``, ``activities/held.py``), is asked for
+  once more; still so, the run gets the report built from the findings.
 
-Recorded replies carry neither measure, so a replayed run decides as it did.
+Recorded replies carry none of these measures, so a replayed run decides as
+it did.
 """
 
 from __future__ import annotations
@@ -79,6 +84,49 @@ async def grounded_report(box: Box, request: ModelRequest, reply: ModelReply, fi
     )
     if is_echo(again) or not grounded(again.content, findings, question):
         raise ReporterUngrounded()
+    return again
+
+
+class ReporterUnsupported(ApplicationError):
+    """The reporter twice wrote a report that what it was shown does not hold."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the reporter's reports twice stated what the findings and evidence do not say",
+            type="ReporterUnsupported",
+            non_retryable=True,
+        )
+
+
+SUPPORT_PATCH = "re-ask-unsupported-reports"
+HELD_LIMIT = 0.3  # a report with fewer of its statements in what it was shown is not a report of the research
+UNSUPPORTED = (
+    "Your first report stated mostly things that the findings and evidence above do not say. Write the report "
+    "again using only them: state their facts with their figures, names and dates, say what they do not tell, "
+    "and cite their pages. Add nothing they do not say."
+)
+
+
+def unsupported(reply: ModelReply) -> bool:
+    """Whether the reply states mostly what it was not shown (a reply not
+    judged, or recorded before replies were, is not)."""
+    return reply.held is not None and reply.held < HELD_LIMIT
+
+
+async def supported_report(box: Box, request: ModelRequest, reply: ModelReply) -> ModelReply:
+    """The reporter's reply, asked for once more when fewer than
+    ``HELD_LIMIT`` of its statements are in what it was shown;
+    ``ReporterUnsupported`` when the second is no better."""
+    if not unsupported(reply) or not workflow.patched(SUPPORT_PATCH):
+        return reply
+    share = f"{reply.held:.0%}"
+    box.emit("notice", f"the report states mostly what its findings do not say ({share} held): asking again")
+    more = [*request.messages, Message(role="user", content=UNSUPPORTED)]
+    again = await box.calls.chat(
+        request.model_copy(update={"messages": more, "on_overflow": "trim"}), "reporter · asked again (unsupported)"
+    )
+    if is_echo(again) or unsupported(again) or not again.content.strip():
+        raise ReporterUnsupported()
     return again
 
 

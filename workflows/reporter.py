@@ -16,7 +16,7 @@ from temporalio.exceptions import ActivityError
 from workflows import evidence
 from workflows.activity_calls import too_large
 from workflows.box import Box
-from workflows.reply_checks import checked_report, grounded_report
+from workflows.reply_checks import checked_report, grounded_report, supported_report
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.changes import changes_section, for_reporter, without_changes
@@ -60,6 +60,7 @@ async def write_report(box: Box, partial: str = "") -> str:
     reply = await checked_report(box, request, reply)  # an echo, the wrong language: asked again
     if every_plan:  # a report that uses none of the findings: asked again, then the findings are the report
         reply = await grounded_report(box, request, reply, [text for _, text in findings])
+        reply = await supported_report(box, request, reply)  # stating what it was not shown: asked again, then…
     report = reply.content
     if state.recheck:  # re-checked: the workflow writes what changed, from its own comparison
         report = with_changes(without_changes(report), changes_section(state.recheck))

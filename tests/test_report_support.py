@@ -1,0 +1,56 @@
+"""A reporter that states what its findings and evidence do not say (as
+SmolLM2-135M does: fluent text around the research's names) is asked once
+more, then the run's report is built from the findings and the pages
+(workflows/reply_checks.py, activities/held.py). Real dev server, real
+worker and crawler, scripted model over HTTP."""
+
+from __future__ import annotations
+
+from testkit.llm_server import last_user
+from testkit.research_script import FACT
+from testkit.runs import keep_history, start
+
+QUESTION = "How many ships did the Lantern Rock lighthouse keeper log in 1911?"
+INVENTED = """# Lantern Rock
+
+The Lantern Rock lighthouse was painted red by the Harbour Board in 1872.
+Its first keeper, Jonas Pell, moved to Saltcombe in 1890 with his family.
+The Lantern Rock Society now runs tours for 300 visitors every summer.
+A museum about the lighthouse opened in Kelderby in 1998, with a café.
+"""
+
+
+async def test_a_reporter_that_twice_states_what_nothing_says_gives_the_findings_and_pages_as_the_report(
+    temporal_client, task_queue, worker, llm, script, pages
+):
+    script.reporter = lambda request: INVENTED
+    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
+    result = await handle.result()
+    await keep_history(handle, "report_unsupported")
+    assert result.status == "completed"
+    report = result.final_report
+    assert "painted red" not in report and "Jonas Pell" not in report
+    assert "the reporter failed" in report[:800] and "do not say" in report[:800]
+    assert FACT in report and pages.url("/lighthouse") in report  # the findings, and the page that holds the fact
+    assert result.warnings and "the reporter failed" in result.warnings[0]
+    asked = llm.calls("reporter")
+    assert len(asked) == 2 and "stated mostly things that the findings and evidence" in last_user(asked[1])
+
+
+async def test_a_reporter_asked_again_that_writes_from_its_findings_ships_its_report(
+    temporal_client, task_queue, worker, llm, script
+):
+    written = script.reporter  # quotes the findings and passages it was given
+    script.reporter = lambda request: INVENTED if len(llm.calls("reporter")) == 1 else written(request)
+    result = await (await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)).result()
+    assert result.status == "completed" and result.final_report.startswith("# Scripted Report")
+    assert FACT in result.final_report and "painted red" not in result.final_report and not result.warnings
+    assert len(llm.calls("reporter")) == 2
+
+
+async def test_a_report_written_from_its_findings_is_not_asked_for_again(
+    temporal_client, task_queue, worker, llm, script
+):
+    result = await (await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)).result()
+    assert result.final_report.startswith("# Scripted Report") and FACT in result.final_report
+    assert len(llm.calls("reporter")) == 1 and not result.warnings
