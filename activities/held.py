@@ -5,7 +5,7 @@ given says ("The Harrowgate Ferry, the only vessel that travels from
 Brackwater to Saltcombe…"): the names are the research's, the statements are
 invented. What a report states is its sentences that carry a figure or a
 name; each is held when a paragraph of the request as sent (the findings, the
-evidence passages, the sources) plausibly states it (``evidence.holds``: its
+evidence passages, the sources) plausibly states it (``claims.holds``: its
 numbers, and half of its other words). The model activity measures this for
 every request it keeps (the reporter's); the workflow decides what a low
 share means (``workflows/reply_checks.py``).
@@ -25,7 +25,7 @@ import re
 from collections import Counter
 
 from activities import reading
-from activities.claims import claim_lines, holds
+from activities.claims import claim_lines, holds, judgeable
 from workflows.grounding import items
 
 MAX_REPORT = 60_000  # characters of a report looked at
@@ -42,14 +42,15 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-
 
 
 def statements(report: str) -> list[str]:
-    """The report's distinct sentences that carry a figure or a name (a
-    reply looping on one sentence states it once)."""
+    """The report's distinct sentences that carry a figure or a name and
+    enough words to be matched (a reply looping on one sentence states it
+    once)."""
     found: dict[str, None] = {}
     for _, line in claim_lines(report[:MAX_REPORT]):
         for sentence in _SENTENCE.split(line):
             if len(found) >= MAX_STATEMENTS:
                 return list(found)
-            if items(sentence):
+            if items(sentence) and judgeable(sentence):
                 found.setdefault(" ".join(sentence.split()), None)
     return list(found)
 
