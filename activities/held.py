@@ -4,7 +4,7 @@ A small model can write a fluent report that states things nothing it was
 given says ("The Harrowgate Ferry, the only vessel that travels from
 Brackwater to Saltcombe…"): the names are the research's, the statements are
 invented. What a report states is its sentences that carry a figure or a
-name; each is held when a paragraph of the request as sent (the findings, the
+name beyond the question's own; each is held when a paragraph of the request as sent (the findings, the
 evidence passages, the sources) plausibly states it (``claims.holds``: its
 numbers, and half of its other words). The model activity measures this for
 every request it keeps (the reporter's); the workflow decides what a low
@@ -32,7 +32,7 @@ MAX_REPORT = 60_000  # characters of a report looked at
 MAX_SHOWN = 600_000  # characters of what it was shown looked at
 MAX_PARAGRAPH = 2_000  # characters: a longer paragraph of what it was shown is looked at in pieces
 MAX_STATEMENTS = 60  # distinct statements judged, the first ones
-MIN_STATEMENTS = 3  # a report stating fewer is not judged
+MIN_STATEMENTS = 2  # a report stating fewer is not judged
 COMMON_WORDS = 50  # the commonest words of what a report was shown: its language's function words
 MIN_COMMON_SHARE = 0.2  # a report with fewer of its words among them is in another language
 _SENTENCE = re.compile(r"(?<=[.!?;。！？])\s+")
@@ -41,16 +41,18 @@ _WORD = re.compile(r"[^\W\d_]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
-def statements(report: str) -> list[str]:
-    """The report's distinct sentences that carry a figure or a name and
-    enough words to be matched (a reply looping on one sentence states it
-    once)."""
+def statements(report: str, question: str = "") -> list[str]:
+    """The report's distinct sentences that carry a figure or a name the
+    question does not give, and enough words to be matched (a reply looping
+    on one sentence states it once; one that restates the question states
+    nothing found)."""
+    given = items(question[:MAX_REPORT])
     found: dict[str, None] = {}
     for _, line in claim_lines(report[:MAX_REPORT]):
         for sentence in _SENTENCE.split(line):
             if len(found) >= MAX_STATEMENTS:
                 return list(found)
-            if items(sentence) and judgeable(sentence):
+            if items(sentence) - given and judgeable(sentence):
                 found.setdefault(" ".join(sentence.split()), None)
     return list(found)
 
@@ -74,11 +76,11 @@ def same_language(report: str, shown: str) -> bool:
     return sum(1 for w in said if w in common) / len(said) >= MIN_COMMON_SHARE
 
 
-def held_share(report: str, shown: str) -> float | None:
+def held_share(report: str, shown: str, question: str = "") -> float | None:
     """The share of the report's statements that a paragraph of ``shown``
     holds; None when it states fewer than ``MIN_STATEMENTS``, or is not in
     the language of ``shown`` (``same_language``)."""
-    said = statements(report)
+    said = statements(report, question)
     if len(said) < MIN_STATEMENTS:
         return None
     shown = shown[:MAX_SHOWN]

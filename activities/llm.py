@@ -364,16 +364,16 @@ class ModelActivities:
             steps_cut=plan.cut if plan else [],
             podcast=script,
             context_window=learned,
-            **(await self._kept(sent, written) if request.keep_shown else {}),
+            **(await self._kept(sent, written, request.topic) if request.keep_shown else {}),
             **(await off_loop(measure, content, instructions, locale) if content.strip() else {}),
         )
 
-    async def _kept(self, sent: list[dict[str, Any]], content: str) -> dict[str, Any]:
+    async def _kept(self, sent: list[dict[str, Any]], content: str, question: str) -> dict[str, Any]:
         """A kept request: its text as sent (a blob reference), and how much
-        of the reply its material (all but the system prompt) holds
-        (``activities/held.py``)."""
+        of the reply its material (all but the system prompt) holds beyond
+        the question (``activities/held.py``)."""
         material = shown_text([m for m in sent if m.get("role") != "system"])
-        held = await off_loop(held_share, content, material)
+        held = await off_loop(held_share, content, material, question)
         return {"shown": await self.blobs.put(shown_text(sent)), "held": held}
 
 

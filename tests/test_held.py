@@ -9,9 +9,10 @@ import pytest
 
 from activities.held import held_share, same_language, statements
 
-MATERIAL = """[user]
+QUESTION = "Who is the mayor of Brackwater, and how many votes did the mayor receive when elected?"
+MATERIAL = f"""[user]
 # Research question
-Who is the mayor of Brackwater, and how many votes did the mayor receive when elected?
+{QUESTION}
 
 # Findings
 ## Find the mayor
@@ -54,8 +55,8 @@ Seine Gegenkandidatin Ada Locke erhielt 3.877 Stimmen, wie die Stadt mitteilte."
 
 
 def test_a_report_written_from_its_material_is_held_and_an_invented_one_is_not():
-    assert held_share(FAITHFUL, MATERIAL) >= 0.75
-    assert held_share(INVENTED, MATERIAL) == 0.0  # its names are the material's; what it says of them is not
+    assert held_share(FAITHFUL, MATERIAL, QUESTION) >= 0.75
+    assert held_share(INVENTED, MATERIAL, QUESTION) == 0.0  # its names are the material's; what it says of them is not
 
 
 def test_a_report_in_another_language_than_its_material_is_not_judged():
@@ -68,11 +69,19 @@ def test_a_report_in_another_language_than_its_material_is_not_judged():
     [
         "",
         "The findings are clear and the report is short.",  # states no figure and no name
-        "Tobias Wren is the mayor.\nHe won in 2021 with 9,999 votes.",  # two statements: too few to tell
+        "Tobias Wren was elected mayor of Brackwater in May 2021.",  # one statement: too few to tell
+        # What the question gives is no statement: "Brackwater" and "mayor" are the question's.
+        "The mayor of Brackwater was elected by the people.\nThe question asks how many votes the mayor received.",
     ],
 )
 def test_a_report_stating_too_little_is_not_judged(report: str):
-    assert held_share(report, MATERIAL) is None
+    assert held_share(report, MATERIAL, QUESTION) is None
+
+
+def test_sentences_restating_the_question_are_not_statements():
+    restating = "Who is the mayor of Brackwater? Brackwater elects its mayor, and votes are counted.\n"
+    assert statements(restating + INVENTED, QUESTION)[0].startswith("The Harrowgate Ferry")
+    assert held_share(restating * 3 + INVENTED, MATERIAL, QUESTION) == 0.0
 
 
 def test_a_reply_looping_on_one_sentence_states_it_once():

@@ -390,7 +390,9 @@ class ModelRequest(Model):
     json_mode: bool = False
     reasoning: bool = False  # use the REASONING model instead of the role's
     # "plan": the activity reads the reply as a plan (``ModelReply.plan``),
-    # at most ``max_steps`` steps, titles defaulting from ``topic``.
+    # at most ``max_steps`` steps, titles defaulting from ``topic``. With
+    # ``keep_shown``: the question, whose own figures and names do not make a
+    # sentence of the reply a statement (``ModelReply.held``).
     output: Literal["text", "plan", "podcast"] = "text"
     max_steps: int | None = None
     topic: str = ""

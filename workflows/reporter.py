@@ -134,6 +134,7 @@ def _report_request(
         ],
         on_overflow="trim" if trim else "refuse",
         keep_shown=passages is not False,
+        topic=state.topic,  # what the report states beyond it is measured (ModelReply.held)
     )
 
 
