@@ -78,10 +78,7 @@ async def grounded_report(box: Box, request: ModelRequest, reply: ModelReply, fi
     if grounded(reply.content, findings, question) or not workflow.patched(GROUNDING_PATCH):
         return reply
     box.emit("notice", "the report uses none of the findings: asking the reporter to write it from them")
-    more = [*request.messages, Message(role="user", content=UNGROUNDED)]
-    again = await box.calls.chat(
-        request.model_copy(update={"messages": more, "on_overflow": "trim"}), "reporter · asked again from the findings"
-    )
+    again = await _asked_again(box, request, UNGROUNDED, "reporter · asked again from the findings")
     if is_echo(again) or not grounded(again.content, findings, question):
         raise ReporterUngrounded()
     return again
@@ -121,13 +118,17 @@ async def supported_report(box: Box, request: ModelRequest, reply: ModelReply) -
         return reply
     share = f"{reply.held:.0%}"
     box.emit("notice", f"the report states mostly what its findings do not say ({share} held): asking again")
-    more = [*request.messages, Message(role="user", content=UNSUPPORTED)]
-    again = await box.calls.chat(
-        request.model_copy(update={"messages": more, "on_overflow": "trim"}), "reporter · asked again (unsupported)"
-    )
+    again = await _asked_again(box, request, UNSUPPORTED, "reporter · asked again (unsupported)")
     if is_echo(again) or unsupported(again) or not again.content.strip():
         raise ReporterUnsupported()
     return again
+
+
+async def _asked_again(box: Box, request: ModelRequest, nudge: str, where: str) -> ModelReply:
+    """The reporter's request sent again with ``nudge`` after it (the
+    findings may give way to it in a full window)."""
+    more = [*request.messages, Message(role="user", content=nudge)]
+    return await box.calls.chat(request.model_copy(update={"messages": more, "on_overflow": "trim"}), where)
 
 
 class ReporterEchoed(ApplicationError):
