@@ -37,6 +37,15 @@ async def test_a_reporter_that_twice_states_what_nothing_says_gives_the_findings
     assert len(asked) == 2 and "stated mostly things that the findings and evidence" in last_user(asked[1])
 
 
+async def test_a_reporter_asked_again_that_then_states_too_little_to_tell_has_failed(
+    temporal_client, task_queue, worker, llm, script
+):
+    script.reporter = lambda request: INVENTED if len(llm.calls("reporter")) == 1 else "Please see the report above."
+    result = await (await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)).result()
+    assert "the reporter failed" in result.final_report[:800] and FACT in result.final_report
+    assert "Please see the report above" not in result.final_report and len(llm.calls("reporter")) == 2
+
+
 async def test_a_reporter_asked_again_that_writes_from_its_findings_ships_its_report(
     temporal_client, task_queue, worker, llm, script
 ):

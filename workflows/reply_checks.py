@@ -113,13 +113,15 @@ def unsupported(reply: ModelReply) -> bool:
 async def supported_report(box: Box, request: ModelRequest, reply: ModelReply) -> ModelReply:
     """The reporter's reply, asked for once more when fewer than
     ``HELD_LIMIT`` of its statements are in what it was shown;
-    ``ReporterUnsupported`` when the second is no better."""
+    ``ReporterUnsupported`` when the second is no better: an echo, held
+    as little, or stating too little to tell (SmolLM2's second replies:
+    "Please refer to the report again, and cite all pages.")."""
     if not unsupported(reply) or not workflow.patched(SUPPORT_PATCH):
         return reply
     share = f"{reply.held:.0%}"
     box.emit("notice", f"the report states mostly what its findings do not say ({share} held): asking again")
     again = await _asked_again(box, request, UNSUPPORTED, "reporter · asked again (unsupported)")
-    if is_echo(again) or unsupported(again) or not again.content.strip():
+    if is_echo(again) or again.held is None or unsupported(again):  # too little to tell counts as no better
         raise ReporterUnsupported()
     return again
 
