@@ -63,3 +63,20 @@ async def test_a_report_written_from_its_findings_is_not_asked_for_again(
     result = await (await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)).result()
     assert result.final_report.startswith("# Scripted Report") and FACT in result.final_report
     assert len(llm.calls("reporter")) == 1 and not result.warnings
+
+
+async def test_a_report_asked_again_for_using_none_of_the_findings_is_judged_as_a_second_report(
+    temporal_client, task_queue, worker, llm, script
+):
+    """Invented, and none of the findings' names: asked again once (for the
+    findings); a second reply too short to tell is no better, and no third
+    is asked for."""
+    script.researcher = lambda request: (
+        "## Findings\n- The keeper, Ada Brisk, logged 4417 ships in 1911, said the Kelder Quay Registry."
+    )
+    script.reporter = lambda request: INVENTED if len(llm.calls("reporter")) == 1 else "Ada Brisk logged 4417 ships."
+    result = await (await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)).result()
+    asked = llm.calls("reporter")
+    assert len(asked) == 2 and "uses none of the facts" in last_user(asked[1])
+    assert "the reporter failed" in result.final_report[:800] and "do not say" in result.final_report[:800]
+    assert "Ada Brisk" in result.final_report and "Jonas Pell" not in result.final_report

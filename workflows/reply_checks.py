@@ -110,20 +110,33 @@ def unsupported(reply: ModelReply) -> bool:
     return reply.held is not None and reply.held < HELD_LIMIT
 
 
-async def supported_report(box: Box, request: ModelRequest, reply: ModelReply) -> ModelReply:
+async def supported_report(box: Box, request: ModelRequest, reply: ModelReply, first: ModelReply) -> ModelReply:
     """The reporter's reply, asked for once more when fewer than
     ``HELD_LIMIT`` of its statements are in what it was shown;
     ``ReporterUnsupported`` when the second is no better: an echo, held
     as little, or stating too little to tell (SmolLM2's second replies:
-    "Please refer to the report again, and cite all pages.")."""
+    "Please refer to the report again, and cite all pages."). ``first`` is
+    the reporter's first report: when ``reply`` is already a second one
+    (asked again for using none of the findings), it is judged as a second
+    one, never asked for a third time."""
+    if reply is not first:
+        if (unsupported(first) and not well_held(reply)) or unsupported(reply):
+            if workflow.patched(SUPPORT_PATCH):
+                raise ReporterUnsupported()
+        return reply
     if not unsupported(reply) or not workflow.patched(SUPPORT_PATCH):
         return reply
     share = f"{reply.held:.0%}"
     box.emit("notice", f"the report states mostly what its findings do not say ({share} held): asking again")
     again = await _asked_again(box, request, UNSUPPORTED, "reporter · asked again (unsupported)")
-    if is_echo(again) or again.held is None or unsupported(again):  # too little to tell counts as no better
+    if is_echo(again) or not well_held(again):
         raise ReporterUnsupported()
     return again
+
+
+def well_held(reply: ModelReply) -> bool:
+    """Whether the reply was judged and enough of it is held."""
+    return reply.held is not None and reply.held >= HELD_LIMIT
 
 
 async def _asked_again(box: Box, request: ModelRequest, nudge: str, where: str) -> ModelReply:

@@ -59,8 +59,9 @@ async def write_report(box: Box, partial: str = "") -> str:
     state.reporter_input = reply.shown
     reply = await checked_report(box, request, reply)  # an echo, the wrong language: asked again
     if every_plan:  # a report that uses none of the findings: asked again, then the findings are the report
+        first = reply
         reply = await grounded_report(box, request, reply, [text for _, text in findings])
-        reply = await supported_report(box, request, reply)  # stating what it was not shown: asked again, then…
+        reply = await supported_report(box, request, reply, first)  # stating what it was not shown: the same
     report = reply.content
     if state.recheck:  # re-checked: the workflow writes what changed, from its own comparison
         report = with_changes(without_changes(report), changes_section(state.recheck))
