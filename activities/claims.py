@@ -20,20 +20,24 @@ def numbers(text: str) -> set[str]:
     return {n.replace(",", "") for n in _NUMBER.findall(text)}
 
 
+def _parts(claim: str) -> tuple[set[str], set[str]]:
+    """A claim's words (no bare numbers) and its figures."""
+    return {t for t in claim_terms(claim) if not t.isdigit()}, numbers(claim)
+
+
 def judgeable(claim: str) -> bool:
     """Whether ``holds`` can tell anything of ``claim``: three words and
     figures in all, one of them a word."""
-    wanted = {t for t in claim_terms(claim) if not t.isdigit()}
-    return bool(wanted) and len(wanted) + len(numbers(claim)) >= 3
+    wanted, figures = _parts(claim)
+    return bool(wanted) and len(wanted) + len(figures) >= 3
 
 
 def holds(claim: str, passage: str) -> bool:
     """Whether ``passage`` plausibly states ``claim``: every number of the
     claim, and most of its other words (half of them beside its numbers,
     three in five without); never for a claim too short to judge."""
-    figures = numbers(claim)
-    wanted = {t for t in claim_terms(claim) if not t.isdigit()}
-    if not judgeable(claim):
+    wanted, figures = _parts(claim)
+    if not wanted or len(wanted) + len(figures) < 3:
         return False
     shared = len(wanted & claim_terms(passage)) / len(wanted)
     if figures:

@@ -4,9 +4,10 @@ A small model can write a fluent report that states things nothing it was
 given says ("The Harrowgate Ferry, the only vessel that travels from
 Brackwater to Saltcombe…"): the names are the research's, the statements are
 invented. What a report states is its sentences that carry a figure or a
-name beyond the question's own; each is held when a paragraph of the request as sent (the findings, the
-evidence passages, the sources) plausibly states it (``claims.holds``: its
-numbers, and half of its other words). The model activity measures this for
+name beyond the question's own; each is held when a paragraph of the
+request as sent (the findings, the evidence passages, the sources)
+plausibly states it (``claims.holds``: its numbers, and half of its other
+words). The model activity measures this for
 every request it keeps (the reporter's); the workflow decides what a low
 share means (``workflows/reply_checks.py``).
 

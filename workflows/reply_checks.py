@@ -120,9 +120,9 @@ async def supported_report(box: Box, request: ModelRequest, reply: ModelReply, f
     (asked again for using none of the findings), it is judged as a second
     one, never asked for a third time."""
     if reply is not first:
-        if (unsupported(first) and not well_held(reply)) or unsupported(reply):
-            if workflow.patched(SUPPORT_PATCH):
-                raise ReporterUnsupported()
+        no_better = (unsupported(first) and not well_held(reply)) or unsupported(reply)
+        if no_better and workflow.patched(SUPPORT_PATCH):
+            raise ReporterUnsupported()
         return reply
     if not unsupported(reply) or not workflow.patched(SUPPORT_PATCH):
         return reply
