@@ -25,12 +25,12 @@ from temporalio.exceptions import ApplicationError
 
 from activities import context, cut_replies, model_endpoint, overflow, reading, text_tools, tokens
 from activities.heartbeat import heartbeating
-from activities.held import held_share
 from activities.llm_stream import BrokenStream, Completion, Looping, Silence, ToolStreamRefused
 from activities.model_endpoint import ModelEndpoint
 from activities.off_loop import off_loop
 from activities.pacing import Pacer, paced
 from activities.rate_limited import rate_limit_error, retry_after
+from activities.support import support_of
 from infra.blobs import BlobStore
 from infra.settings import Settings
 from workflows.activity_calls import BOUNDED_MODEL_ATTEMPTS
@@ -72,6 +72,7 @@ def _tool_schemas() -> dict[str, dict]:
     return {tool["name"]: {"type": "function", "function": tool} for tool in json.loads(text)}
 
 
+SUPPORT_SECONDS = 20.0  # judging how a reply's statements are supported: past this, not judged
 OVERFLOW_RETRIES = 3  # refits after the provider says the request exceeds its window
 # A call that times out, loops or meets a provider's implausible "too long"
 # is tried at most this often (other failures: the activity's retry policy).
@@ -369,12 +370,22 @@ class ModelActivities:
         )
 
     async def _kept(self, sent: list[dict[str, Any]], content: str, question: str) -> dict[str, Any]:
-        """A kept request: its text as sent (a blob reference), and how much
-        of the reply its material (all but the system prompt) holds beyond
-        the question (``activities/held.py``)."""
-        material = shown_text([m for m in sent if m.get("role") != "system"])
-        held = await off_loop(held_share, content, material, question)
-        return {"shown": await self.blobs.put(shown_text(sent)), "held": held}
+        """A kept request: its text as sent (a blob reference), and how each
+        statement of the reply is supported by its material (all but the
+        system prompt; ``activities/support.py``). A reply too long to judge
+        in ``SUPPORT_SECONDS`` is not judged, never failed."""
+        material = shown_text(_material(sent))
+        try:
+            counts, statements = await off_loop(support_of, content, material, question, seconds=SUPPORT_SECONDS)
+        except ApplicationError:
+            counts, statements = None, []
+        held = counts.supported_share() if counts else None
+        return {
+            "shown": await self.blobs.put(shown_text(sent)),
+            "held": held,
+            "support": counts,
+            "statements": statements,
+        }
 
 
 def counted(completion: Completion, kwargs: dict[str, Any]) -> Completion:
@@ -389,6 +400,13 @@ def counted(completion: Completion, kwargs: dict[str, Any]) -> Completion:
     calls = " ".join(f"{c.function.name} {c.function.arguments}" for c in completion.tool_calls)
     completion.completion_tokens = tokens.count(f"{completion.content or ''} {calls}")
     return completion
+
+
+def _material(sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What a request gives its writer to write from: its first user message
+    (not the system prompt; not an earlier reply being asked for again, nor
+    a note on what was wrong with it, which quotes it)."""
+    return next(([m] for m in sent if m.get("role") == "user"), [])
 
 
 def shown_text(messages: list[dict[str, Any]]) -> str:

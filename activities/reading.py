@@ -73,11 +73,18 @@ class Index:
         self.lengths = [sum(d.values()) or 1 for d in self.docs]
         self.average = sum(self.lengths) / len(self.docs) if self.docs else 1.0
         self.frequency: Counter[str] = Counter(term for d in self.docs for term in d)
+        self.postings: dict[str, list[int]] = {}  # term -> the passages holding it
+        for i, doc in enumerate(self.docs):
+            for term in doc:
+                self.postings.setdefault(term, []).append(i)
         self.k1, self.b = k1, b
 
-    def scores(self, query: str) -> list[tuple[float, int]]:
-        """(score, index) of the passages that match ``query`` at all, best first."""
+    def scores(self, query: str, max_terms: int | None = None) -> list[tuple[float, int]]:
+        """(score, index) of the passages that match ``query`` at all, best
+        first; with ``max_terms``, by the query's rarest terms only."""
         wanted = set(terms(query))
+        if max_terms is not None and len(wanted) > max_terms:
+            wanted = set(sorted(wanted, key=lambda t: (self.frequency[t] or len(self.docs) + 1, t))[:max_terms])
         if not wanted or not self.docs:
             return []
         count, k1, b = len(self.docs), self.k1, self.b
@@ -86,16 +93,14 @@ class Index:
             for t in wanted
             if self.frequency[t]
         }
-        scores = []
-        for i, doc in enumerate(self.docs):
-            score = 0.0
-            for term, weight in idf.items():
-                tf = doc.get(term, 0)
-                if tf:
-                    score += weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * self.lengths[i] / self.average))
-            if score > 0:
-                scores.append((score, i))
-        return sorted(scores, key=lambda s: (-s[0], s[1]))
+        found: dict[int, float] = {}
+        for term, weight in idf.items():  # only the passages holding a term of the query
+            for i in self.postings[term]:
+                tf = self.docs[i][term]
+                found[i] = found.get(i, 0.0) + weight * tf * (k1 + 1) / (
+                    tf + k1 * (1 - b + b * self.lengths[i] / self.average)
+                )
+        return sorted(((score, i) for i, score in found.items() if score > 0), key=lambda s: (-s[0], s[1]))
 
 
 def rank(chunks: list[str], query: str, k1: float = 1.2, b: float = 0.75) -> list[int]:

@@ -321,22 +321,36 @@ def test_a_lead_is_found_at_once_in_pages_of_capitals():
     assert out.strip() == "ok"
 
 
-def test_what_a_reports_material_holds_is_measured_at_once_on_hostile_text():
-    """A reply's statements against what it was shown (activities/held.py):
-    sentence ends, capitals, digits and paragraphs of 600,000 characters,
-    the report in the material's language so that every statement is looked
-    up."""
+SUPPORT_PUMPS = (
+    ("A. ", "Aa ", "1 ", "12.", "Tern-4 ", "the of and ", "x" * 50 + " "),
+    (
+        "The Selm is 12 km. ",
+        "1,2,3,4,5,6,7,8 ",
+        "[1] ",
+        "| 1 | 2.5 | 3,000 |\\n",
+        "9" * 40 + " ",
+        "about 1,960 t, 36.5 %; ",
+    ),
+)
+
+
+@pytest.mark.parametrize("pumps", SUPPORT_PUMPS)
+def test_how_a_reports_statements_are_supported_is_measured_at_once_on_hostile_text(pumps: tuple[str, ...]):
+    """A reply's statements against what it was shown (activities/support.py):
+    sentence ends, capitals, digits, separators, footnote markers, table
+    rows and paragraphs of 600,000 characters, the report in the material's
+    language so that every statement is looked up."""
     out = finishes(
-        """
-        from activities.held import held_share
+        f"""
+        from activities.support import support_of
         said = "The Tern-4 gauge is made in Kelderby. The RP-9 gauge costs 950 pounds. Olvane was founded in 1921.\\n"
         judged = 0
-        for pump in ("A. ", "Aa ", "1 ", "12.", "Tern-4 ", "the of and ", "x" * 50 + " ", "The Selm is 12 km. "):
+        for pump in {pumps!r}:
             report = said + pump * (100_000 // len(pump))
             material = said * 20 + pump * (600_000 // len(pump))
-            judged += held_share(report, material) is not None
-            held_share(material, report)
+            judged += support_of(report, material)[0] is not None
+            support_of(material, report)
         print(judged)
         """
     )
-    assert int(out) >= 6
+    assert int(out) == len(pumps)  # each judged (the report states the three sentences), none took minutes

@@ -34,7 +34,7 @@ async def test_a_reporter_that_twice_states_what_nothing_says_gives_the_findings
     assert FACT in report and pages.url("/lighthouse") in report  # the findings, and the page that holds the fact
     assert result.warnings and "the reporter failed" in result.warnings[0]
     asked = llm.calls("reporter")
-    assert len(asked) == 2 and "stated mostly things that the findings and evidence" in last_user(asked[1])
+    assert len(asked) == 2 and "states things that the findings and evidence do not say" in last_user(asked[1])
 
 
 async def test_a_reporter_asked_again_that_then_states_too_little_to_tell_has_failed(
@@ -65,12 +65,13 @@ async def test_a_report_written_from_its_findings_is_not_asked_for_again(
     assert len(llm.calls("reporter")) == 1 and not result.warnings
 
 
-async def test_a_report_asked_again_for_using_none_of_the_findings_is_judged_as_a_second_report(
+async def test_a_report_asked_again_for_using_none_of_the_findings_is_never_asked_a_third_time(
     temporal_client, task_queue, worker, llm, script
 ):
     """Invented, and none of the findings' names: asked again once (for the
-    findings); a second reply too short to tell is no better, and no third
-    is asked for."""
+    findings); the second reply is judged as the second report, never asked
+    for a third time: a faithful one-line answer ships, one with nothing to
+    judge ("Please see the report above") does not."""
     script.researcher = lambda request: (
         "## Findings\n- The keeper, Ada Brisk, logged 4417 ships in 1911, said the Kelder Quay Registry."
     )
@@ -78,5 +79,63 @@ async def test_a_report_asked_again_for_using_none_of_the_findings_is_judged_as_
     result = await (await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)).result()
     asked = llm.calls("reporter")
     assert len(asked) == 2 and "uses none of the facts" in last_user(asked[1])
-    assert "the reporter failed" in result.final_report[:800] and "do not say" in result.final_report[:800]
-    assert "Ada Brisk" in result.final_report and "Jonas Pell" not in result.final_report
+    assert result.final_report.startswith("Ada Brisk logged 4417 ships.") and not result.warnings
+    assert [(s.support, s.text) for s in result.statements] == [("stated", "Ada Brisk logged 4417 ships.")]
+
+
+STRONG = """# Ships logged at Lantern Rock in 1911
+
+**Answer:** the keeper logged **4,417 ships** in 1911 [1].
+
+- That is about 12.1 ships a day over the year's 365 days [1].
+- The record gives no figure for 1912, so no change can be computed [1].
+
+## References
+[1] [Lantern Rock history]({url})
+"""
+
+
+async def test_a_strong_models_report_with_derived_figures_and_footnotes_ships_as_written(
+    temporal_client, task_queue, worker, llm, script, pages
+):
+    """The faithful report a frontier model writes (a figure computed from the
+    finding, a "not given" statement, footnote markers) is not asked for
+    again; the result traces each statement."""
+    script.reporter = lambda request: STRONG.format(url=pages.url("/lighthouse"))
+    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
+    result = await handle.result()
+    await keep_history(handle, "report_traced")
+    assert len(llm.calls("reporter")) == 1 and not result.warnings
+    assert result.final_report.startswith(STRONG.format(url=pages.url("/lighthouse")).strip())
+    support = {s.text.split()[0]: s for s in result.statements}
+    assert support["**Answer:**"].support == "stated" and support["**Answer:**"].url == pages.url("/lighthouse")
+    assert support["That"].support == "derived" and "4,417 / 365" in support["That"].arithmetic
+    assert support["The"].support == "absent"
+    assert "## How the statements are supported" in result.final_report
+
+
+PARTLY = """# Lantern Rock in 1911
+
+The keeper logged 4417 ships in 1911.
+The keeper's log of 4417 ships is kept at the lighthouse.
+The Lantern Rock lighthouse was painted red by the Harbour Board in 1872.
+Its first keeper, Jonas Pell, moved to Saltcombe in 1890 with his family.
+"""
+
+
+async def test_a_second_report_still_partly_invented_ships_with_its_unsupported_statements_marked(
+    temporal_client, task_queue, worker, llm, script
+):
+    """Half invention, twice: not mostly invention, so the model's report is
+    kept rather than replaced, each unsupported statement marked, listed in
+    the closing note, and a warning says so."""
+    script.reporter = lambda request: PARTLY
+    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
+    result = await handle.result()
+    await keep_history(handle, "report_invented_marked")
+    assert len(llm.calls("reporter")) == 2 and "Jonas Pell" in last_user(llm.calls("reporter")[1])
+    report = result.final_report
+    assert "the reporter failed" not in report and FACT.split(": ", 1)[1] not in report[:200]
+    assert "in 1872. *(not found in the sources)*" in report and "4417 ships in 1911.\n" in report
+    assert "Not found in the sources:\n- “The Lantern Rock lighthouse was painted red" in report
+    assert result.warnings and "marked in the report" in result.warnings[0]

@@ -13,43 +13,16 @@ from typing import Any, Literal
 
 from pydantic import (
     AliasChoices,
-    BaseModel,
     ConfigDict,
     Field,
     ValidationError,
     ValidationInfo,
     field_validator,
-    model_validator,
 )
 from temporalio.common import SearchAttributeKey
 
-from workflows.clean import clean_deep
-
-
-class Model(BaseModel):
-    """Base of every data model: strings are cleaned on the way in
-    (``workflows.clean``), so whatever a model, a page or a client sent can
-    always be serialised again. Schemas are built on first use, so a command
-    that reads one status does not build the other forty."""
-
-    model_config = ConfigDict(defer_build=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _clean_strings(cls, data: Any) -> Any:
-        return clean_deep(data) if isinstance(data, dict) else data
-
-
-def build_schemas() -> None:
-    """Build every model's schema now. They are deferred so that a CLI command
-    builds only the few it reads; the worker calls this at start, so no
-    workflow task pays for a build or runs one inside the sandbox."""
-    pending = list(Model.__subclasses__())
-    while pending:
-        model = pending.pop()
-        pending.extend(model.__subclasses__())
-        model.model_rebuild()
-
+from workflows.model_base import Model, build_schemas  # noqa: F401 (re-exported)
+from workflows.support_models import Statement, SupportCounts
 
 StepType = Literal["research", "processing", "analysis"]
 ReportStyle = Literal["academic", "popular_science", "news", "social_media", "strategic_investment"]
@@ -280,6 +253,9 @@ class ResearchResult(Model):
     # What the reporter was shown (its request as sent, a blob reference):
     # the eval's evidence_recall reads it.
     reporter_input: str | None = None
+    # How each statement of the report is supported (SPEC 3d: stated,
+    # derived, absent, unsupported); empty for runs recorded before.
+    statements: list[Statement] = Field(default_factory=list)
     # Kept so a later run can re-check them (workflows/recheck.py): the pages
     # this run read and the searches it ran; None in results of older runs.
     pages: list[PageRead] | None = None
@@ -446,3 +422,8 @@ class ModelReply(Model):
     # a figure or a name) that what it was shown holds (activities/held.py);
     # None: too few statements to tell, or written in another language.
     held: float | None = None
+    # With ``keep_shown``: how each statement of the reply is supported by
+    # what it was shown (activities/support.py), and their counts; None: the
+    # reply states too little to tell (or was recorded before).
+    support: SupportCounts | None = None
+    statements: list[Statement] = Field(default_factory=list)

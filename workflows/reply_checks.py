@@ -78,7 +78,7 @@ async def grounded_report(box: Box, request: ModelRequest, reply: ModelReply, fi
     if grounded(reply.content, findings, question) or not workflow.patched(GROUNDING_PATCH):
         return reply
     box.emit("notice", "the report uses none of the findings: asking the reporter to write it from them")
-    again = await _asked_again(box, request, UNGROUNDED, "reporter · asked again from the findings")
+    again = await ask_again(box, request, UNGROUNDED, "reporter · asked again from the findings")
     if is_echo(again) or not grounded(again.content, findings, question):
         raise ReporterUngrounded()
     return again
@@ -128,7 +128,7 @@ async def supported_report(box: Box, request: ModelRequest, reply: ModelReply, f
         return reply
     share = f"{reply.held:.0%}"
     box.emit("notice", f"the report states mostly what its findings do not say ({share} held): asking again")
-    again = await _asked_again(box, request, UNSUPPORTED, "reporter · asked again (unsupported)")
+    again = await ask_again(box, request, UNSUPPORTED, "reporter · asked again (unsupported)")
     if is_echo(again) or not well_held(again):
         raise ReporterUnsupported()
     return again
@@ -139,7 +139,7 @@ def well_held(reply: ModelReply) -> bool:
     return reply.held is not None and reply.held >= HELD_LIMIT
 
 
-async def _asked_again(box: Box, request: ModelRequest, nudge: str, where: str) -> ModelReply:
+async def ask_again(box: Box, request: ModelRequest, nudge: str, where: str) -> ModelReply:
     """The reporter's request sent again with ``nudge`` after it (the
     findings may give way to it in a full window)."""
     more = [*request.messages, Message(role="user", content=nudge)]

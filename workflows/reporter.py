@@ -13,7 +13,7 @@ import re
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from workflows import evidence
+from workflows import evidence, statements
 from workflows.activity_calls import too_large
 from workflows.box import Box
 from workflows.reply_checks import checked_report, grounded_report, supported_report
@@ -58,11 +58,18 @@ async def write_report(box: Box, partial: str = "") -> str:
             findings = await _condense_all(box, findings, *oversized)
     state.reporter_input = reply.shown
     reply = await checked_report(box, request, reply)  # an echo, the wrong language: asked again
-    if every_plan:  # a report that uses none of the findings: asked again, then the findings are the report
+    traced = every_plan and workflow.patched(statements.PATCH)
+    if traced:  # invention, or none of the findings used: asked again, then the findings are the report
+        reply = await statements.traced_report(box, request, reply, [text for _, text in findings])
+    elif every_plan:  # recorded runs: judged by the share of statements held
         first = reply
         reply = await grounded_report(box, request, reply, [text for _, text in findings])
         reply = await supported_report(box, request, reply, first)  # stating what it was not shown: the same
     report = reply.content
+    if traced:
+        state.statements = reply.statements
+        if statements.invented_too_much(reply.support):  # kept, but not silently
+            report = statements.marked(report, reply.statements)
     if state.recheck:  # re-checked: the workflow writes what changed, from its own comparison
         report = with_changes(without_changes(report), changes_section(state.recheck))
     elif state.prior and not has_changes_section(report):
@@ -75,6 +82,8 @@ async def write_report(box: Box, partial: str = "") -> str:
     if every_plan and not state.sources:
         box.warn(NO_SOURCE)
         report = f"> **Warning:** {NO_SOURCE}\n\n{report}"
+    if traced:
+        report += statements.support_note(reply.support, reply.statements)
     return report
 
 

@@ -18,6 +18,7 @@ from workflows.evidence_models import Gathered, StepEvidence
 from workflows.models import Citation, Clarification, Message, Model, Plan, Step, Usage
 from workflows.prior import PriorRun
 from workflows.recheck_models import Recheck
+from workflows.support_models import Statement
 from workflows.tool_models import ToolResult
 
 
@@ -61,6 +62,7 @@ class RunState(Model):
     fallback_plan: bool = False  # the plan is the question as one step (no usable plan came)
     reporter_input: str | None = None  # the reporter's request as sent (blob), for the eval
     recheck: Recheck | None = None  # what re-reading the prior run's sources found (workflows/recheck.py)
+    statements: list[Statement] = Field(default_factory=list)  # the report's, traced (workflows/statements.py)
 
     @field_validator("sources", mode="before")
     @classmethod

@@ -1,0 +1,438 @@
+"""Figures in text, and whether one follows by arithmetic from others: pure
+functions for the statement support of a report (``activities/support.py``).
+
+A figure is a number as a writer wrote it: ``1,960``, ``36.5 %``, ``£3.2
+million``, ``4.312`` (German thousands), ``3,2`` (a decimal comma). It keeps
+every value it may mean and the rounding its writing shows (``36.5`` is
+anything from 36.45 to 36.55; ``about 2,700`` anything from 2,650 to 2,750),
+so a statement's figure matches the material's when the material's rounds to
+it. Not figures: footnote markers (``[3]``, ``[^3]``, ``¹``), numbers inside
+links' addresses, model names (``Tern-4``, ``RP-9``, ``CO2``), ordinals, list
+numbering.
+
+``derivations`` lists what a bounded set of stated figures gives by one step
+of arithmetic (difference, sum, product, ratio, share and percentage change,
+compound annual rate, averages and sums of a run of figures, common unit
+conversions); ``derive`` finds a figure among them within its rounding.
+Bounded: at most ``MAX_POOL`` figures and ``MAX_RUN`` in a run, so a
+statement costs a few thousand operations whatever the texts.
+
+Every pattern is linear.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from dataclasses import dataclass
+from typing import NamedTuple
+
+MAX_POOL = 30  # figures a statement's arithmetic may start from
+MAX_RUN = 24  # figures of one passage or table column whose runs are summed and averaged
+MAX_YEARS = 6  # spans of years between the pool's years tried as a compound rate's periods (else 2 to 5)
+_MARKERS = re.compile(r"\[\^?\d{1,3}(?:\s{0,3}[,–-]\s{0,3}\^?\d{1,3}){0,20}\]|【\d{1,3}】|[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
+_LINK = re.compile(r"\[([^\[\]\n]{0,400})\]\([^()\s]{0,2000}\)")
+_URL = re.compile(r"(?:https?|file)://[^\s<>\"'”’»）)\]]{1,2000}")
+# A number not glued to a Latin, Greek or Cyrillic letter before it (``Tern-4``,
+# ``CO2``, ``Q3`` are names; CJK text has no spaces), then a per cent sign or
+# word, or the word after it (a scale, a unit, or what makes it a name).
+_LETTER = "A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff"
+_FIGURE = re.compile(
+    rf"(?<![{_LETTER}])(?<![{_LETTER}][-‐‑/])(?<![\d.,])(\d{{1,15}}(?:[.,]\d{{1,15}}){{0,6}})(?![\d])"
+    r"(?:(\s?(?:%|％|per ?cent\b|pct\b|percentage points?\b|prozent\b|por ciento\b|pour cent\b))"
+    r"|(\s?[^\W\d_]{1,12}))?",
+    re.IGNORECASE,
+)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_SCALES = {
+    "thousand": 1e3,
+    "k": 1e3,
+    "million": 1e6,
+    "millions": 1e6,
+    "mn": 1e6,
+    "m": 1e6,
+    "mio": 1e6,
+    "millionen": 1e6,
+    "millones": 1e6,
+    "billion": 1e9,
+    "bn": 1e9,
+    "b": 1e9,
+    "mrd": 1e9,
+    "milliarden": 1e9,
+    "trillion": 1e12,
+    "万": 1e4,
+    "亿": 1e8,
+    "千": 1e3,
+}
+_ORDINAL = ("st", "nd", "rd", "th")
+HEDGES = (
+    "about",
+    "around",
+    "approximately",
+    "approx",
+    "roughly",
+    "nearly",
+    "almost",
+    "some ",
+    "close to",
+    "just over",
+    "just under",
+    "over ",
+    "more than",
+    "less than",
+    "under ",
+    "circa",
+    "c.",
+    "~",
+    "≈",
+    "estimated",
+    "rund",
+    "etwa",
+    "fast",
+    "knapp",
+    "aproximadamente",
+    "alrededor",
+    "casi",
+    "cerca de",
+    "environ",
+    "près de",
+    "约",
+    "大约",
+    "近",
+    "約",
+)
+# Factors of common conversions, each tried only for a statement that names
+# one of its units (a conversion it does not name would be a coincidence).
+CONVERSIONS = (
+    (1.609344, "km per mile", ("mile", " mi ", " mi.", "km", "kilomet", "meile", "milla")),
+    (2.20462, "lb per kg", ("pound", " lb", "kg", "kilogram")),
+    (3.28084, "ft per m", ("feet", "foot", " ft", "metre", "meter")),
+    (2.54, "cm per inch", ("inch", " in.", "cm", "centimet")),
+    (3.78541, "litres per US gallon", ("gallon", "litre", "liter")),
+    (4.54609, "litres per imperial gallon", ("gallon", "litre", "liter")),
+    (1.852, "km per nautical mile", ("nautical", "knot", " kn")),
+    (2.47105, "acres per hectare", ("acre", "hectare", " ha")),
+    (0.907185, "tonnes per short ton", ("short ton",)),
+    (1.01605, "tonnes per long ton", ("long ton",)),
+    (12.0, "months", ("month", "monat", "mes", "mois", "月")),
+    (24.0, "hours", ("hour", "stunde", "hora", "heure", "小时")),
+    (60.0, "minutes", ("minute", "hour", "minuto", "分钟")),
+    (7.0, "days", ("week", "woche", "semana", "semaine", "周", "星期")),
+    (52.0, "weeks", ("week", "woche", "semana", "semaine", "周")),
+    (365.0, "days", ("day", "daily", "tag", "día", "jour", "天", "日")),
+)
+TEMPERATURES = ("°", "fahrenheit", "celsius", "degrees")
+
+
+class Reading(NamedTuple):
+    value: float  # scaled
+    precision: float  # the unit of its last written digit, scaled
+    coarse: float  # the unit of its last non-zero digit (2,700: 100), scaled
+
+    def tolerance(self, hedged: bool = False) -> float:
+        """How far a value may lie from it and round to it: half its last
+        digit (and a tenth more, for a figure rounded from a rounded one);
+        after a hedge ("about 2,700") half its last non-zero digit, and at
+        least one last digit."""
+        if hedged:
+            return max(self.coarse * 0.5, self.precision) * 1.0001 + 1e-9
+        return self.precision * 0.55 + 1e-9
+
+
+class Figure(NamedTuple):
+    text: str  # as written, e.g. "36.5 %"
+    readings: tuple[Reading, ...]  # what it may mean (4.312: 4312, or 4.312 with a decimal point)
+    percent: bool = False
+    small: bool = False  # a bare whole number up to 10: a count, not a figure to check
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        return tuple(r.value for r in self.readings)
+
+    def matches(self, value: float, hedged: bool = False) -> bool:
+        return any(abs(r.value - value) <= r.tolerance(hedged) for r in self.readings)
+
+
+def plain(text: str) -> str:
+    """``text`` without what is not a figure of it: links' addresses (their
+    text kept), bare URLs and footnote markers."""
+    return _MARKERS.sub(" ", _URL.sub(" ", _LINK.sub(r"\1", text)))
+
+
+def hedged(text: str) -> bool:
+    low = f" {text.lower()}"
+    return any(h in low for h in HEDGES)
+
+
+_DECIMAL_POINT = re.compile(r"\d\.\d{1,2}(?![\d.,])")  # 18.4: so 1,960 is thousands
+_DECIMAL_COMMA = re.compile(r"\d,\d{1,2}(?![\d.,])")  # 18,4: so 1.960 is thousands
+
+
+def convention(text: str) -> str | None:
+    """How ``text`` writes its numbers: "point" (18.4, 1,960), "comma"
+    (18,4, 1.960), or None when it does not tell. Decided by the forms that
+    are not ambiguous: a separator followed by one or two digits."""
+    points = len(_DECIMAL_POINT.findall(text))
+    commas = len(_DECIMAL_COMMA.findall(text))
+    if points and not commas:
+        return "point"
+    if commas and not points:
+        return "comma"
+    return None
+
+
+def figures(text: str, writing: str | None = "") -> list[Figure]:
+    """The figures of ``text`` (already ``plain``), in order. ``writing``:
+    how it writes numbers (``convention``; "" to tell from ``text`` itself,
+    None for both readings of "1,960" and "4.312")."""
+    if writing == "":
+        writing = convention(text)
+    out: list[Figure] = []
+    for match in _FIGURE.finditer(text):
+        raw, percent, word = match.group(1), bool(match.group(2)), (match.group(3) or "").lower()
+        scale = 1.0
+        if word:
+            glued = not word[0].isspace()
+            word = word.strip()
+            if _CJK.match(word):  # no spaces in CJK text: only a scale counts
+                scale = _SCALES.get(word[0], 1.0)
+            elif glued and word in _ORDINAL:
+                continue  # 3rd, 21st
+            elif glued and word not in _SCALES and word not in _UNITS:
+                continue  # 3D, 4G: a name
+            else:
+                scale = _SCALES.get(word, 1.0)
+        small = scale == 1.0 and not percent and raw.isdigit() and len(raw) <= 2 and int(raw) <= 10
+        shown = raw + (f" {word}" if scale != 1.0 else "") + (" %" if percent else "")
+        out.append(Figure(shown, _scaled(_readings(raw, writing), scale), percent, small))
+    return out
+
+
+_UNITS = frozenset("km kg t mw gw kw kwh mwh gwh twh ha mm cm ml hz s m g l".split())
+
+
+def _scaled(readings: list[Reading], scale: float) -> tuple[Reading, ...]:
+    """The readings scaled ("3.2 million": 3,200,000), and as written, for
+    material that states the scale once ("Revenue (£ million) | 3.2")."""
+    if scale == 1.0:
+        return tuple(readings)
+    return tuple([Reading(v * scale, p * scale, c * scale) for v, p, c in readings] + readings)
+
+
+def _readings(raw: str, writing: str | None = None) -> list[Reading]:
+    """Each value ``raw`` may mean, with the unit of its last digit and of
+    its last non-zero digit: "1,960" is 1960 (or 1.96 written with a decimal
+    comma); "3,2" is 3.2; "1.234,5" is 1234.5."""
+    if raw.isdigit():
+        return [Reading(float(raw), 1.0, _coarse(raw))]
+    digits = raw.replace(".", "").replace(",", "")
+    whole = Reading(float(digits), 1.0, _coarse(digits))
+    last = max(raw.rfind("."), raw.rfind(","))
+    unit = 10.0 ** -(len(raw) - last - 1)
+    decimal = Reading(float(f"{raw[:last].replace('.', '').replace(',', '')}.{raw[last + 1 :]}"), unit, unit)
+    separators = len(raw) - len(digits)
+    if separators > 1:  # 1,234.5 / 1.234,5 / 1,234,567
+        return [whole] if raw.count(raw[last]) > 1 else [decimal]
+    if len(raw) - last != 4:
+        return [decimal]
+    if writing is None:  # 1,960 or 4.312: thousands, or decimals
+        return [whole, decimal]
+    thousands = raw[last] == ("," if writing == "point" else ".")
+    return [whole] if thousands else [decimal]
+
+
+def _coarse(digits: str) -> float:
+    """The unit of a whole number's last non-zero digit: 2700 -> 100, 312 -> 1."""
+    stripped = digits.rstrip("0")
+    return 10.0 ** (len(digits) - len(stripped)) if stripped else 1.0
+
+
+@dataclass(frozen=True)
+class Derivation:
+    value: float
+    how: str  # e.g. "(2,675 − 1,960) / 1,960 = 36.48 %"
+    uses: tuple[float, ...]  # the figures it starts from
+
+
+# What a candidate is: (value, rank, op, operands); rank orders the simpler
+# first, and a derivation from the statement's own figures before others.
+_Candidate = tuple[float, int, str, tuple[float, ...]]
+_PERCENT_OPS = frozenset({"share", "change", "rate", "fraction", "part"})
+_POINT_OPS = frozenset({"sum%", "diff%"})
+
+
+def _pairs(pool: list[tuple[float, bool]], periods: list[int], percent: bool) -> list[_Candidate]:
+    """One step from two figures; shares, changes and rates only when a
+    percentage is looked for."""
+    out: list[_Candidate] = []
+    for i, (a, pa) in enumerate(pool):
+        for j, (b, pb) in enumerate(pool):
+            if i == j:
+                continue
+            if i < j:
+                points = "%" if pa and pb else ""  # percentages added or set apart: points
+                out += [(a + b, 2, "sum" + points, (a, b)), (abs(a - b), 1, "diff" + points, (max(a, b), min(a, b)))]
+                out.append((a * b, 4, "product", (a, b)))
+            if b == 0:
+                continue
+            r = a / b
+            out.append((r, 3, "ratio", (a, b)))
+            if not percent:
+                continue
+            out += [(r * 100, 3, "share", (a, b)), (abs(r - 1) * 100, 3, "change", (a, b))]
+            if a + b:
+                out.append((a / (a + b) * 100, 4, "part", (a, b)))
+            if r > 0 and a != b:
+                out += [(abs(r ** (1 / n) - 1) * 100, 5, "rate", (a, b, float(n))) for n in periods]
+    return out
+
+
+def constants(units: str) -> list[float]:
+    """The factors of the conversions ``units`` (a statement's text) names:
+    "365 days", "12 months" are no figures a source must state."""
+    units = f" {units.lower()} "
+    return [k for k, _, words in CONVERSIONS if any(w in units for w in words)]
+
+
+def _conversions(pool: list[tuple[float, bool]], units: str) -> list[_Candidate]:
+    """Unit conversions the statement's words name (``units``, lower-cased,
+    spaced), and a fraction as a percentage."""
+    named = [n for n, (_, _, words) in enumerate(CONVERSIONS) if any(w in units for w in words)]
+    degrees = any(w in units for w in TEMPERATURES)
+    out: list[_Candidate] = []
+    for a, _ in pool:
+        out.append((a, 6, "same", (a,)))  # only with a scale: "2,675 t" as "2,675,000 kg"
+        for n in named:
+            k = CONVERSIONS[n][0]
+            out += [(a * k, 2, f"times{n}", (a,)), (a / k, 2, f"per{n}", (a,))]
+        if degrees:
+            out += [(a * 1.8 + 32, 2, "fahrenheit", (a,)), ((a - 32) / 1.8, 2, "celsius", (a,))]
+        if a < 10:
+            out.append((a * 100, 2, "fraction", (a,)))
+    return out
+
+
+def run_candidates(runs: list[list[float]]) -> list[_Candidate]:
+    """Sums and averages of each run of three or more consecutive figures of
+    a sequence (a passage's figures in order, a table's column), sorted by
+    value: computed once per passage."""
+    out: list[_Candidate] = []
+    for seq in runs:
+        seq = seq[:MAX_RUN]
+        for i in range(len(seq)):
+            total = seq[i]
+            for j in range(i + 1, len(seq)):
+                total += seq[j]
+                if j - i >= 2:
+                    part = tuple(seq[i : j + 1])
+                    out += [(total, 4, "total", part), (total / len(part), 4, "mean", part)]
+    out.sort(key=lambda c: c[0])
+    return out
+
+
+def _n(x: float) -> str:
+    """A figure of a derivation, as a reader writes it: 2,675, 18.4, 36.48."""
+    if abs(x) >= 1e15 or (x and abs(x) < 1e-4):
+        return f"{x:.4g}"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}" if abs(x - round(x)) < 0.005 else f"{x:,.2f}"
+    return f"{x:.4g}"
+
+
+def explain(op: str, uses: tuple[float, ...], value: float) -> str:
+    """The arithmetic of a derivation, as a reader checks it."""
+    a = uses[0]
+    b = uses[1] if len(uses) > 1 else 0.0
+    pct = f"{_n(value)} %"
+    if op.startswith("sum"):
+        return f"{_n(a)} + {_n(b)} = {_n(value)}"
+    if op.startswith("diff"):
+        return f"{_n(a)} − {_n(b)} = {_n(value)}"
+    if op.startswith(("times", "per")):
+        k, name, _ = CONVERSIONS[int(op.removeprefix("times").removeprefix("per"))]
+        return f"{_n(a)} {'×' if op.startswith('times') else '/'} {_n(k)} ({name}) = {_n(value)}"
+    simple = {
+        "same": _n(value),
+        "product": f"{_n(a)} × {_n(b)} = {_n(value)}",
+        "ratio": f"{_n(a)} / {_n(b)} = {_n(value)}",
+        "share": f"{_n(a)} / {_n(b)} = {pct}",
+        "change": f"({_n(a)} − {_n(b)}) / {_n(b)} = {_n((a - b) / b * 100 if b else value)} %",
+        "fraction": f"{_n(a)} × 100 = {pct}",
+        "part": f"{_n(a)} / ({_n(a)} + {_n(b)}) = {pct}",
+        "fahrenheit": f"{_n(a)} °C × 1.8 + 32 = {_n(value)} °F",
+        "celsius": f"({_n(a)} °F − 32) / 1.8 = {_n(value)} °C",
+        "total": f"{' + '.join(_n(x) for x in uses)} = {_n(value)}",
+        "mean": f"({' + '.join(_n(x) for x in uses)}) / {len(uses)} = {_n(value)}",
+    }
+    if op == "rate":
+        n = int(uses[2])
+        return f"({_n(a)} / {_n(b)})^(1/{n}) − 1 = {_n(((a / b) ** (1 / n) - 1) * 100)} %"
+    return simple[op]
+
+
+class Derivations:
+    """What a pool of stated figures gives by one step of arithmetic, sorted
+    by value for ``find``."""
+
+    def __init__(
+        self,
+        pool: list[tuple[float, bool]],
+        runs: list[list[_Candidate]] = (),
+        own: set[float] = (),
+        percent: bool = True,
+        units: str = "",
+    ) -> None:
+        """``pool``: (value, whether a percentage) of the stated figures, the
+        most relevant first; ``runs``: ``run_candidates`` of the passages;
+        ``own``: the figures the statement itself gives; ``percent``: whether
+        percentages are looked for; ``units``: the statement's text, whose
+        unit words allow their conversions."""
+        pool = list(dict.fromkeys((float(v), bool(pc)) for v, pc in pool if math.isfinite(v)))[:MAX_POOL]
+        found_years = [a for a, _ in pool if _year(a)]
+        years = sorted({abs(int(a - b)) for a in found_years for b in found_years if 0 < abs(a - b) <= 40})
+        periods = years[:MAX_YEARS] or [2, 3, 4, 5]
+        found = [
+            c for c in _pairs(pool, periods, percent) + _conversions(pool, f" {units.lower()} ") if math.isfinite(c[0])
+        ]
+        found.sort(key=lambda c: c[0])
+        self.lists = [(found, [c[0] for c in found])] + [(r, [c[0] for c in r]) for r in runs]
+        self.own = set(own)
+
+    def find(self, figure: Figure, hedge: bool = False) -> Derivation | None:
+        """The simplest derivation that rounds to ``figure``, or None; one
+        from the statement's own figures first."""
+        best: tuple[int, _Candidate, float] | None = None
+        for reading in figure.readings:
+            # a scale the material states once ("£ million") and the statement writes out
+            shifts = (1.0,) if figure.percent else (1.0, 1e3, 1e6, 1e9, 1e-3, 1e-6, 1e-9)
+            for shift in shifts:
+                tol = reading.tolerance(hedge) / shift
+                value = reading.value / shift
+                for items, keys in self.lists:
+                    lo = bisect.bisect_left(keys, value - tol)
+                    hi = bisect.bisect_right(keys, value + tol)
+                    for c in items[lo:hi]:
+                        if c[2] == "same" and shift == 1.0:
+                            continue  # a figure stated as it is: not derived
+                        own = all(u in self.own for u in c[3][:2])
+                        rank = c[1] + (shift != 1.0) - (10 if own else 0)
+                        if _fits(c[2], figure) and (best is None or rank < best[0]):
+                            best = (rank, c, shift)
+        if best is None:
+            return None
+        _, (value, _, op, uses), shift = best
+        how = explain(op, uses, value) + (f" (× {_n(shift)})" if shift != 1.0 else "")
+        return Derivation(value * shift, how, uses[:2] if op == "rate" else uses)
+
+
+def _fits(op: str, figure: Figure) -> bool:
+    """A percentage comes from a share, a change, a rate, or a difference of
+    percentages (points); a plain figure never from a share, change or rate."""
+    if figure.percent:
+        return op in _PERCENT_OPS or op in _POINT_OPS
+    return op not in _PERCENT_OPS
+
+
+def _year(x: float) -> bool:
+    return x.is_integer() and 1800 <= x <= 2100

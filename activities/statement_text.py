@@ -1,0 +1,260 @@
+"""What a report states: its statements, the unit that ``activities/support.py``
+traces to the material. A statement is a sentence (or a table row's body) of
+the report that carries a figure or a name beyond the question's own, or says
+that the material does not give something; headings, rules, code, lists of
+links, footnotes and a sources section state nothing. Pure functions, every
+pattern linear; the text is bounded first."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from activities import reading
+from activities.figures import Figure, convention, figures, plain
+
+MAX_REPORT = 60_000  # characters of a report looked at
+MAX_STATEMENTS = 150
+MAX_SENTENCE = 1_000  # characters of one statement looked at
+MAX_FIGURES = 12  # figures of one statement checked
+MAX_CONTEXT = 1_500  # characters of what a statement speaks of beside itself
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])")
+_MARKS = re.compile(r"^(?:>[ \t]?){0,5}(?:[-*+][ \t]+|\d{1,3}[.)][ \t]+)?")  # quote and list marks
+_ORDINAL_END = re.compile(r"(?<![\d.,])\d{1,2}\.$")  # "am 6. Mai": no sentence ends there
+NAME = re.compile(r"[^\W\d_][\w'’-]*")
+LINKED = re.compile(r"\[[^\[\]\n]{0,400}\]\(((?:https?|file)://[^()\s]{1,2000})\)")
+_SOURCES = (
+    "source",
+    "reference",
+    "citation",
+    "bibliograph",
+    "further reading",
+    "fuente",
+    "referencia",
+    "quelle",
+    "literatur",
+    "référence",
+    "来源",
+    "参考",
+    "引用",
+    "出典",
+    "how the statements are supported",
+)
+LACKS = (
+    "not given",
+    "not stated",
+    "not state",
+    "not say",
+    "not give",
+    "not report",
+    "not mention",
+    "not provide",
+    "not specif",
+    "not list",
+    "not include",
+    "not contain",
+    "not publish",
+    "not disclose",
+    "not record",
+    "not found",
+    "not available",
+    "not cover",
+    "not know",
+    "no figure",
+    "no data",
+    "no information",
+    "no record",
+    "no mention",
+    "no source",
+    "none of the",
+    "nothing in the",
+    "unknown",
+    "unavailable",
+    "could not find",
+    "could not be found",
+    "cannot be determined",
+    "silent on",
+    "no se indica",
+    "no se menciona",
+    "no se especifica",
+    "no se da",
+    "no indica",
+    "no dan",
+    "no dice",
+    "no hay dato",
+    "no figura",
+    "no aparece",
+    "no proporciona",
+    "no ofrece",
+    "ninguna de las fuentes",
+    "ninguno de los documentos",
+    "nicht angegeben",
+    "nicht genannt",
+    "nicht erwähnt",
+    "nicht enthalten",
+    "keine angabe",
+    "keine daten",
+    "keine zahl",
+    "ne donne",
+    "ne mentionne",
+    "ne précise",
+    "ne fournit",
+    "aucune donnée",
+    "aucune information",
+    "未提及",
+    "未说明",
+    "未给出",
+    "未提供",
+    "未列出",
+    "未公布",
+    "没有提到",
+    "没有给出",
+    "没有提供",
+    "没有数据",
+    "没有相关",
+    "并未",
+    "无法确定",
+    "記載がない",
+    "記載されていない",
+    "不明",
+)
+NOT_NAMES = frozenset(
+    "january february march april may june july august september october november december monday tuesday "
+    "wednesday thursday friday saturday sunday the this that these those key points overview analysis summary "
+    "conclusion conclusions table note notes figure report findings sources source references introduction "
+    "background method methods results discussion answer question detailed survey".split()
+)
+
+
+@dataclass
+class Sentence:
+    text: str  # as the report has it
+    bare: str  # without links' addresses and footnote markers
+    figures: list[Figure] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    row: bool = False
+    # What it speaks of beside itself: the sentence before it, or the table's
+    # header and earlier rows ("+41.3 %" in a "Change" row)
+    context: str = ""
+    writing: str | None = None  # how the report writes numbers (figures.convention)
+
+
+def names(text: str) -> list[str]:
+    """Capitalised words that do not start a sentence, a line or a cell
+    (lower-cased, possessives cut): "Wren", "harrowgate"."""
+    out: list[str] = []
+    for match in NAME.finditer(text):
+        word = match.group()
+        if not word[0].isupper() or len(word) < 3 or (word.isupper() and len(word) <= 5):
+            continue
+        before = text[max(0, match.start() - 3) : match.start()].rstrip(" *_\"'“(")
+        if not before or before[-1] in ".!?:;|-•>\n" or match.start() == 0:
+            continue
+        word = word.lower().removesuffix("'s").removesuffix("’s").strip("'’-")
+        if word not in NOT_NAMES:
+            out.append(word)
+    return out
+
+
+def capitalises_nouns(text: str) -> bool:
+    """Whether ``text`` capitalises more than names (German capitalises every
+    noun): over a quarter of the words inside its sentences are."""
+    inside = capital = 0
+    for match in NAME.finditer(text[:MAX_REPORT]):
+        before = text[max(0, match.start() - 2) : match.start()].rstrip()
+        if before and before[-1] not in ".!?:;|#-*>\n":
+            inside += 1
+            capital += match.group()[0].isupper()
+    return inside >= 20 and capital / inside > 0.25
+
+
+def statements_of(report: str, question: str, writing: str | None = None) -> list[Sentence]:
+    """The report's statements (distinct, at most ``MAX_STATEMENTS``): its
+    sentences and table rows with a figure or a name beyond the question's,
+    or saying that something is not given. Not headings, rules, code, lists
+    of links, footnotes or a sources section. In a language that
+    capitalises its nouns, only figures tell. ``writing``: how its numbers
+    are written when the report does not tell (``figures.convention``)."""
+    given_names = set(names(question)) | set(NAME.findall(question.lower()))
+    by_name = not capitalises_nouns(report)
+    writing = convention(plain(report[:MAX_REPORT])) or writing
+    found: dict[str, Sentence] = {}
+    for text, row, context in _units(report[:MAX_REPORT]):
+        text = text[:MAX_SENTENCE]
+        bare = plain(text)
+        found_figures = [f for f in figures(bare, writing) if not f.small][:MAX_FIGURES]
+        if len(reading.terms(bare)) < 3 and not found_figures:
+            continue
+        sentence = Sentence(text, bare, found_figures, [], row, plain(context[-MAX_CONTEXT:]), writing)
+        sentence.names = [n for n in names(bare) if n not in given_names] if by_name else []
+        if sentence.figures or sentence.names or lacks(bare):
+            found.setdefault(" ".join(bare.split()), sentence)
+            if len(found) >= MAX_STATEMENTS:
+                break
+    return list(found.values())
+
+
+def _units(report: str) -> list[tuple[str, bool, str]]:
+    """(text, whether a table row, context) of the report's sentences and
+    table rows; the context of a sentence is the one before it on its line,
+    of a row its table's header and the rows before it."""
+    out: list[tuple[str, bool, str]] = []
+    fenced = skipping = False
+    table: list[str] = []
+    before = ""  # the sentence before, within a paragraph (or a list)
+    lines = report.split("\n")
+    for n, line in enumerate(lines):
+        bare = line.strip()
+        if not bare.startswith("|"):
+            table = []
+        if not bare or bare.startswith("#"):
+            before = ""
+        if bare.startswith("```"):
+            fenced = not fenced
+            continue
+        if bare.startswith("#"):
+            skipping = any(word in bare.lower() for word in _SOURCES)
+            continue
+        if fenced or skipping or not bare or bare.startswith(("---", "<!--", "[^")) or _only_links(bare):
+            continue
+        if bare.startswith("|"):
+            if not _rule_row(bare) and not (n + 1 < len(lines) and _rule_row(lines[n + 1].strip())):
+                out.append((bare, True, "\n".join(table)))  # a row of the table's body
+            if not _rule_row(bare):
+                table.append(bare)
+            continue
+        for sentence in sentences(_MARKS.sub("", bare, count=1).strip()):
+            out.append((sentence, False, before))
+            before = sentence
+    return out
+
+
+def _rule_row(line: str) -> bool:
+    """A table's rule under its header: ``|---|:--:|``."""
+    return line.startswith("|") and all(set(c.strip()) <= set(":- ") for c in line.strip("|").split("|"))
+
+
+def sentences(line: str) -> list[str]:
+    """The sentences of a line; not cut after a day or an ordinal written
+    as a number and a full stop ("am 6. Mai")."""
+    out: list[str] = []
+    for piece in _SENTENCE.split(line):
+        piece = piece.strip()
+        if out and _ORDINAL_END.search(out[-1]):
+            out[-1] = f"{out[-1]} {piece}".strip()
+        elif piece:
+            out.append(piece)
+    return out
+
+
+def _only_links(line: str) -> bool:
+    """A line that is links (a reference list's entry) and little else."""
+    rest = LINKED.sub("", line)
+    if rest == line:
+        return False
+    return len(re.sub(r"[\W\d_]+", "", rest)) < 12 or bool(re.match(r"\s*[-*+]?\s*\[?\d{1,3}[\].)]", line))
+
+
+def lacks(text: str) -> bool:
+    low = text.lower()
+    return any(phrase in low for phrase in LACKS)

@@ -1,0 +1,251 @@
+"""How each statement of a report is supported by what its writer was shown
+(activities/support.py, activities/figures.py, activities/statement_text.py):
+stated, derived (each kind of arithmetic, within the rounding the statement
+uses), absent, unsupported; and what is no figure and no statement."""
+
+from __future__ import annotations
+
+import pytest
+
+from activities.figures import Derivations, figures, plain
+from activities.statement_text import statements_of
+from activities.support import same_language, support_of
+
+QUESTION = "Who is the mayor of Brackwater, and how many votes did the mayor receive when elected?"
+MATERIAL = f"""[user]
+# Research question
+{QUESTION}
+
+# Findings
+## Find the mayor
+- Tobias Wren, a former ferry captain with Harrowgate Ferries, was elected mayor of Brackwater on 6 May 2021.
+
+# Evidence: passages of the pages the findings rest on, each after a link to its page
+
+[Brackwater](http://127.0.0.1:8080/towns/brackwater.md): Brackwater is a harbour town at the mouth of the
+Selm. Its mayor, Tobias Wren, was elected on 6 May 2021 with 4,312 votes, ahead of Ada Locke with 3,877.
+
+[Harrowgate Ferries](http://127.0.0.1:8080/firms/harrowgate.md): Harrowgate Ferries runs the crossing from
+Brackwater to Hallow Point, which takes 40 minutes, four times a day. The ferry carried 182,400 passengers in 2022.
+
+[Olvane Annual Report 2023](http://127.0.0.1:8080/firms/olvane.md): | Year | Revenue (£ million) | Employees |
+|------|------|------|
+| 2019 | 15.2 | 168 |
+| 2020 | 14.1 | 171 |
+| 2021 | 18.4 | 183 |
+| 2022 | 21.7 | 196 |
+| 2023 | 26.0 | 212 |
+
+[Selm Oyster Cooperative](http://127.0.0.1:8080/firms/oysters.md): The cooperative harvested 1,960 tonnes of
+oysters in 2019 and 2,675 tonnes in 2023. The Selm is 38 km long.
+
+[Ferry fares](http://127.0.0.1:8080/news/fares.md): In 2017 the guide gave the adult fare as £6.40; the 2023
+timetable gives £8.90.
+"""
+
+
+def support(report: str) -> list[tuple[str, bool]]:
+    _, statements = support_of(report, MATERIAL, QUESTION)
+    return [(s.support, s.invented) for s in statements]
+
+
+def one(sentence: str):
+    _, statements = support_of(sentence, MATERIAL, QUESTION)
+    assert len(statements) == 1, statements
+    return statements[0]
+
+
+# --- stated --------------------------------------------------------------------
+
+
+def test_a_statement_a_passage_holds_is_stated_with_its_page_and_passage():
+    s = one("Tobias Wren won the election with 4,312 votes, ahead of Ada Locke with 3,877.")
+    assert s.support == "stated" and s.url == "http://127.0.0.1:8080/towns/brackwater.md"
+    assert "4,312 votes" in s.passage
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Wren received 4,312 votes [3].",  # a footnote marker is no figure
+        "Wren received 4,312 votes.[^2]",
+        "Wren received 4,312 votes ([Brackwater](http://127.0.0.1:8080/towns/brackwater.md)).",  # a link's address
+        "Wren received 4,312 votes¹.",
+        "Wren received 4,312 votes【1】.",
+    ],
+)
+def test_citation_style_is_no_figure(sentence: str):
+    assert one(sentence).support == "stated"
+
+
+def test_a_name_the_material_holds_is_stated_in_a_close_paraphrase():
+    assert one("Before becoming mayor, Tobias Wren captained ferries for Harrowgate Ferries.").support == "stated"
+
+
+# --- derived: each kind of arithmetic ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sentence", "arithmetic"),
+    [
+        ("The harvest rose by 715 tonnes between 2019 and 2023.", "2,675 − 1,960 = 715"),
+        ("From 1,960 t to 2,675 t, the harvest grew by about 36.5 %.", "(2,675 − 1,960) / 1,960 = 36.48 %"),
+        ("Wren's margin over Ada Locke was 435 votes.", "4,312 − 3,877 = 435"),
+        ("Wren and Locke received 8,189 votes between them.", "4,312 + 3,877 = 8,189"),
+        ("Wren took 52.7 % of the votes cast for the two candidates.", "4,312 / (4,312 + 3,877) = 52.66 %"),
+        ("Wren received 1.11 times as many votes as Ada Locke.", "4,312 / 3,877 = 1.112"),
+        ("Olvane's revenue grew at a compound annual rate of 18.9 % from 2021 to 2023.", "^(1/2) − 1 = 18.87 %"),
+        ("Olvane's average revenue over 2019–2023 was £19.08 million.", "/ 5 = 19.08"),
+        ("The 2023 harvest was 2,675,000 kg of oysters.", "2,675 (× 1,000)"),
+        ("The Selm is about 23.6 miles long.", "38 / 1.609"),
+        ("The ferry carried about 15,200 passengers a month in 2022.", "182,400 / 12"),
+        ("The adult fare rose by £2.50 (+39 %) from 2017 to 2023.", "8.9 − 6.4 = 2.5"),
+        ("Olvane's revenue per employee was about £122,600 in 2023.", "26 / 212 = 0.1226 (× 1,000,000)"),
+    ],
+)
+def test_a_figure_that_follows_by_arithmetic_from_stated_figures_is_derived(sentence: str, arithmetic: str):
+    s = one(sentence)
+    assert s.support == "derived", s
+    assert arithmetic in s.arithmetic
+    assert s.basis and all(b.url.startswith("http://127.0.0.1:8080/") for b in s.basis)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "From 1,960 t to 2,675 t, the harvest grew by 36.9 %.",  # 36.48 does not round to 36.9
+        "From 1,960 t to 2,675 t, the harvest grew by 37.5 %.",
+        "The harvest rose by 815 tonnes between 2019 and 2023.",
+    ],
+)
+def test_a_figure_outside_the_rounding_the_statement_uses_is_not_derived(sentence: str):
+    s = one(sentence)
+    assert s.support == "unsupported" and s.invented
+
+
+def test_a_hedge_allows_the_rounding_of_the_last_non_zero_digit():
+    assert one("The cooperative harvested about 2,700 tonnes in 2023.").support == "stated"
+    assert one("The cooperative harvested 2,700 tonnes in 2023.").support == "unsupported"
+
+
+def test_a_comparison_tables_derived_row_is_derived_and_its_header_is_no_statement():
+    table = (
+        "| Year | Revenue (£m) | Employees |\n|---|---|---|\n| 2021 | 18.4 | 183 |\n| 2023 | 26.0 | 212 |\n"
+        "| Change | +7.6 (+41.3 %) | +29 |\n"
+    )
+    assert support(table) == [("stated", False), ("stated", False), ("derived", False)]
+
+
+# --- absent and unsupported --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The documents do not give the number of votes cast in 2016.",
+        "None of the sources states Hallow Point's population at the 2023 census.",
+        "The turnout is not stated in the material.",
+        "Los documentos no indican la participación de 2021.",
+        "资料中未提及2021年的投票率。",
+    ],
+)
+def test_a_statement_that_the_material_lacks_something_is_absent(sentence: str):
+    assert one(sentence).support == "absent"
+
+
+def test_invented_figures_and_names_are_unsupported_and_invented():
+    invented = (
+        "The Harrowgate Ferry, the only vessel that travels from Brackwater to Saltcombe, offers a great deal.\n"
+        "The Ferry Pier, a beautiful building on the south coast of Brackwater, will double its capacity.\n"
+        "In 2020 the Brackwater Council saw a significant increase to 800 vessels, mostly in the sea.\n"
+        "The Tresco, designed by a team from a luxury company, is bringing a fresh new look to Brackwater."
+    )
+    counts, statements = support_of(invented, MATERIAL, QUESTION)
+    assert counts.invented == counts.judged == 4 and counts.supported_share() == 0.0
+    assert all(s.support == "unsupported" for s in statements)
+
+
+def test_a_sentence_with_material_names_but_no_passage_holding_it_is_unsupported_not_invented():
+    s = one("Ada Locke now runs Harrowgate Ferries from an office on the Selm.")
+    assert s.support == "unsupported" and not s.invented
+
+
+# --- languages -------------------------------------------------------------------
+
+
+def test_a_report_in_another_language_is_judged_by_its_figures():
+    spanish = (
+        "Tobias Wren es el alcalde de Brackwater desde el 6 de mayo de 2021.\n"
+        "Obtuvo 4.312 votos, frente a los 3.877 de Ada Locke.\n"
+        "Su ventaja fue de 435 votos.\n"
+        "La cooperativa recogió 9.999 toneladas de ostras en 2023."
+    )
+    assert not same_language(spanish, MATERIAL)
+    assert support(spanish) == [("stated", False), ("stated", False), ("derived", False), ("unsupported", True)]
+
+
+def test_nouns_capitalised_by_a_language_are_no_names():
+    german = (
+        "Tobias Wren ist seit dem 6. Mai 2021 Bürgermeister von Brackwater. Er erhielt bei der Wahl 4.312 Stimmen. "
+        "Zuvor war er Kapitän bei Harrowgate Ferries. Seine Gegenkandidatin Ada Locke erhielt 3.877 Stimmen, wie die "
+        "Stadt mitteilte. Die Fähre braucht für die Überfahrt nach Hallow Point etwa 40 Minuten."
+    )
+    assert support(german) == [("stated", False)] * 4
+
+
+def test_a_chinese_report_is_judged_against_chinese_material():
+    material = (
+        "[user]\n# 发现\n澄波海洋仪器有限公司是一家海洋仪器制造商，成立于1998年，总部位于宁州市的港口区，有320名员工。"
+        "该公司在2023年一共售出了1250台Tern-4潮位计，主要销往沿海城市的港务局。"
+    )
+    held = "澄波海洋仪器有限公司成立于1998年。该公司有320名员工。该公司在2023年售出了1250台Tern-4潮位计。"
+    invented = "该公司在2010年把总部迁往了上海。该公司在2023年一共售出了9000台潮位计。该公司目前有5000名员工。"
+    assert [s.support for s in support_of(held, material)[1]] == ["stated"] * 3
+    assert [s.invented for s in support_of(invented, material)[1]] == [True] * 3
+
+
+# --- what is no statement and no figure ----------------------------------------------
+
+
+def test_headings_links_references_and_restating_the_question_are_no_statements():
+    report = (
+        "# The mayor of Brackwater, 2021\n\n"
+        "Who is the mayor of Brackwater? The mayor of Brackwater was elected by the people.\n"
+        "- [Brackwater](http://127.0.0.1:8080/towns/brackwater.md)\n\n"
+        "Wren received 4,312 votes.\n\n"
+        "[^1]: Brackwater town page, 2024, http://127.0.0.1:8080/towns/brackwater.md\n\n"
+        "## References\n\n1. Brackwater Council, Election results 2021 (4,312 votes), http://x/y\n"
+    )
+    assert [s.bare for s in statements_of(report, QUESTION)] == ["Wren received 4,312 votes."]
+
+
+def test_a_reply_looping_on_one_sentence_states_it_once():
+    loop = "The Ferry Pier of Brackwater will double its capacity in 2024.\n" * 200
+    assert len(statements_of(loop, QUESTION)) == 1 and support_of(loop, MATERIAL, QUESTION)[0].judged == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("1,960 t", [(1960.0, 1.96)]),
+        ("4.312 Stimmen", [(4312.0, 4.312)]),
+        ("3,2 km", [(3.2,)]),
+        ("£3.2 million", [(3_200_000.0, 3.2)]),
+        ("36.5 %", [(36.5,)]),
+        ("The Tern-4 and RP-9 gauges, CO2, Q3, the 3rd and 3D", []),
+        ("see [3] and [^12] and [1, 2]", []),
+        ("1,234,567 and 1.234,5", [(1234567.0,), (1234.5,)]),
+        ("2023年售出了2950台", [(2023.0,), (2950.0,)]),
+        ("3万台", [(30000.0, 3.0)]),
+    ],
+)
+def test_figures_as_written(text: str, values: list[tuple[float, ...]]):
+    assert [f.values for f in figures(plain(text))] == values
+
+
+def test_a_percentage_comes_only_from_a_share_a_change_or_a_rate():
+    pool = [(1960.0, False), (2675.0, False)]
+    (change,) = figures("36.5 %")
+    (plain_figure,) = figures("36.5")
+    assert Derivations(pool).find(change) is not None
+    assert Derivations(pool).find(plain_figure) is None

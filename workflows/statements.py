@@ -1,0 +1,142 @@
+"""The reporter's statements, traced (SPEC 3d): what the workflow makes of how
+each statement of a report is supported (``ModelReply.statements``, measured
+by the model activity: ``activities/support.py``).
+
+A report is asked for again, or replaced, only for invention: statements
+carrying a figure or a name the material lacks. Derived figures, paraphrase,
+"the sources do not give this", footnote markers and citation style are
+never a reason. So:
+
+- a report with fewer than ``INVENTED_LIMIT`` of its judged statements
+  invented ships as written;
+- one with more is asked for once more, told which statements its material
+  does not hold; the better of the two ships, its unsupported statements
+  marked, unless even that one is mostly invention (``MOSTLY_INVENTED``):
+  then the reporter has failed and the run's report is built from the
+  findings (``workflows/fallback_report.py``): a weak model's fluent fiction
+  never ships as research;
+- a report that uses none of the findings' figures and names is asked for
+  again as before (``reply_checks.grounded_report``), unless it says what the
+  material lacks: an honest "the sources do not give this" is an answer.
+
+Every report that was judged ends with a short note on how its statements
+are supported (``support_note``). Pure functions beside the two calls.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+from workflows.box import Box
+from workflows.reply_checks import ReporterUnsupported, ask_again, grounded_report, is_echo
+
+with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
+    from workflows.models import ModelReply, ModelRequest
+    from workflows.support_models import Statement, SupportCounts
+
+PATCH = "trace-statements"  # recorded runs judged reports by the share of statements held (re-ask-unsupported-reports)
+INVENTED_LIMIT = 0.3  # a report with at least this share of its statements invented is asked for again
+MIN_INVENTED = 2  # and at least this many
+LISTED = 8  # unsupported statements named in a re-ask or a note
+MARK = " *(not found in the sources)*"
+NOTE_HEADING = "## How the statements are supported"
+ASK_AGAIN = (
+    "Your report above states things that the findings and evidence do not say: figures or names that appear "
+    "nowhere in them. These statements, for example:\n{listed}\n\nWrite the report again using only the findings "
+    "and evidence: keep what they state, compute from their figures where useful (show the arithmetic), say "
+    "plainly what they do not give, and cite their pages. Add nothing they do not say."
+)
+
+
+def invented_too_much(counts: SupportCounts | None) -> bool:
+    """Whether a report's invented statements are a real share of it."""
+    if counts is None or not counts.judged:
+        return False
+    return counts.invented >= MIN_INVENTED and counts.invented / counts.judged >= INVENTED_LIMIT
+
+
+def mostly_invented(counts: SupportCounts | None) -> bool:
+    """Whether more than half of a report's judged statements are invented
+    (or it states nothing to judge): then it is not shipped as research."""
+    return counts is None or counts.invented * 2 > counts.judged
+
+
+def marked(report: str, statements: list[Statement]) -> str:
+    """``report`` with each unsupported statement followed by ``MARK`` (the
+    first place its text stands as written; one that does not stand so is
+    left, and still listed in the note)."""
+    for s in statements:
+        if s.support == "unsupported" and s.text in report and s.text + MARK not in report:
+            report = report.replace(s.text, s.text + MARK, 1)
+    return report
+
+
+def support_note(counts: SupportCounts | None, statements: list[Statement]) -> str:
+    """The report's closing note: how many statements are stated, derived,
+    say what the sources lack, or were not found in them (each listed)."""
+    if counts is None or not statements:
+        return ""
+    parts = [
+        f"{counts.stated} stated by a source",
+        f"{counts.derived} derived by arithmetic from stated figures",
+        f"{counts.absent} saying what the sources do not give",
+        f"{counts.unsupported} not found in the sources",
+    ]
+    total = counts.stated + counts.derived + counts.absent + counts.unsupported
+    text = f"\n\n{NOTE_HEADING}\n\nOf the report's {total} statements: {'; '.join(parts)}."
+    missing = [s.text for s in statements if s.support == "unsupported"]
+    if missing:
+        text += "\n\nNot found in the sources:\n" + "\n".join(f"- “{_short(t)}”" for t in missing[:LISTED])
+        if len(missing) > LISTED:
+            text += f"\n- … and {len(missing) - LISTED} more"
+    return text + "\n"
+
+
+def _short(text: str, size: int = 200) -> str:
+    return text if len(text) <= size else text[: size - 1] + "…"
+
+
+def _listed(reply: ModelReply) -> str:
+    found = [s.text for s in reply.statements if s.invented] or [
+        s.text for s in reply.statements if s.support == "unsupported"
+    ]
+    return "\n".join(f"- {_short(t)}" for t in found[:LISTED])
+
+
+async def traced_report(box: Box, request: ModelRequest, reply: ModelReply, findings: list[str]) -> ModelReply:
+    """The reporter's reply to ship. Asked for again once, at most: for
+    using none of the findings (not an answer that says what they lack), or
+    for invention; the better of the two ships (its unsupported statements
+    marked, see ``write_report``) unless it is mostly invention:
+    ``ReporterUngrounded`` / ``ReporterUnsupported`` then (the run reports
+    its findings)."""
+    first = reply
+    if not (reply.support and reply.support.absent):
+        reply = await grounded_report(box, request, reply, findings)  # may ask again, for the findings
+    if reply is first:
+        if not invented_too_much(first.support):
+            return first
+        counts = first.support
+        assert counts is not None
+        box.emit(
+            "notice",
+            f"the report states {counts.invented} of {counts.judged} statements with figures or names its "
+            "sources do not hold: asking the reporter again",
+        )
+        nudge = ASK_AGAIN.format(listed=_listed(first))
+        again = await ask_again(box, request, nudge, "reporter · asked again (invented statements)")
+        second = None if is_echo(again) or not again.content.strip() else again
+        # the better of the two; a second that states too little to tell is no better
+        reply = first if second is None or _invented(second) > _invented(first) else second
+    if mostly_invented(reply.support):  # asked again (above, or for the findings): still fiction
+        raise ReporterUnsupported()
+    if invented_too_much(reply.support):
+        box.warn("the reporter twice wrote statements its sources do not hold: they are marked in the report")
+    return reply
+
+
+def _invented(reply: ModelReply) -> float:
+    """A reply's invented share; one that states too little to judge counts
+    as wholly invented (it answers nothing)."""
+    share = reply.support.invented_share() if reply.support else None
+    return 1.0 if share is None else share
