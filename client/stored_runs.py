@@ -56,8 +56,9 @@ def stored_runs(conn: Connection) -> Iterator[Reading]:
 def no_worker_here(run_id: str, queue: str) -> str:
     """Why a run still going cannot be followed from the stored state alone."""
     from client.talk import worker_command
+    from client.terminal_text import one_line
 
     return (
-        f"run {run_id} has not ended, and no server or worker runs now to take it on: start `{cli_name()} server` "
+        f"run {one_line(run_id)} has not ended, and no server or worker runs now to take it on: start `{cli_name()} server` "
         f"and {worker_command(queue)}, and it goes on"
     )

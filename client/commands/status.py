@@ -22,6 +22,7 @@ from client.errors import CliError
 from client.ids import may_be_side_output
 from client.options import connection
 from client.talk import QUERY_TIMEOUT, next_action, query_status, stuck, worker_command
+from client.terminal_text import one_line
 from client.wording import waiting_text
 from infra.errors import cli_name
 
@@ -62,6 +63,7 @@ def show_quick(status: dict[str, Any], args: argparse.Namespace) -> int:
 
 
 def show(status: RunStatus | quick.Fields, workflow_id: str) -> int:
+    workflow_id = one_line(workflow_id)  # one from another client may hold a newline: never printed raw
     shown, hint = render_status(status, workflow_id), next_action(status, workflow_id)  # all read before printing
     console = make_console()
     console.print(shown)
@@ -134,6 +136,7 @@ def unanswered(workflow_id: str, described, default_queue: str) -> int:
     ended and where its report is."""
     from temporalio.client import WorkflowExecutionStatus
 
+    workflow_id = one_line(workflow_id)
     queue = described.task_queue or default_queue
     in_eval = bool(described.parent_id) and queue == described.parent_id  # the queue of the suite's `eval`
     serves = "the `eval` command that ran it" if in_eval else f"a worker on task queue {queue!r}"
