@@ -64,9 +64,12 @@ async def main(args: argparse.Namespace) -> int:
         return await evaluate(args, console, suite)
     if args.judge_model:
         raise CliError("--judge-model needs a language model; the demo's scripted model cannot judge a report")
-    from client.demo.backend import SCRIPTED, demo_backend
+    from client.demo.backend import SCRIPTED, demo_backend, ignored_pace
 
+    ignored = ignored_pace()  # not a rate: refused before anything starts
     console.print(f"DEMO: {SCRIPTED} These scores are the scripted rules', not a model's.", style="bold yellow")
+    if ignored:
+        console.print(ignored, markup=False)
     with demo_backend(web=False):  # the suite's own corpus is the web
         return await evaluate(args, console, suite, demo=True)
 
