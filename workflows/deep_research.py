@@ -338,6 +338,7 @@ class DeepResearch:
             finished_at=workflow.now().isoformat(timespec="seconds"),
             warnings=list(s.warnings),
             reporter_input=s.reporter_input,
+            sources=len(s.sources),
             **recheck.kept(s),
         )
 

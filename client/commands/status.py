@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from temporalio.client import WorkflowHandle
 
     from infra.connection import Connection
-    from workflows.models import RunStatus
+    from workflows.models import ResearchResult, RunStatus
     from workflows.side_models import SideStatus
 
 
@@ -273,8 +273,18 @@ async def ended_status(client, workflow_id: str) -> RunStatus:
         usage=result.usage,
         budget_exhausted=result.budget_exhausted,
         warnings=result.warnings,
+        sources=sources_of(result),
         note=FROM_RESULT,
     )
+
+
+def sources_of(result: ResearchResult) -> int:
+    """The sources an ended run retrieved, as its status query counted them
+    (a result before that was kept: the pages it read and the sources it
+    cites, which it retrieved too). It showed 0: the count was not read."""
+    if result.sources is not None:
+        return result.sources
+    return len({page.url for page in result.pages or []} | {citation.url for citation in result.citations})
 
 
 FROM_RESULT = "the run has ended and no worker answered its status query: shown from its result"
