@@ -312,10 +312,10 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from client.options import text_problem
+    from client.options import id_problem, text_problem
 
     args = build_parser().parse_args(argv)
-    if problem := text_problem(args):
+    if problem := text_problem(args) or id_problem(args):
         print(f"error: {problem}", file=sys.stderr)
         code = 2
     else:

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from client.embedded_db import DamagedDatabase, DatabaseInUse, DatabaseLock, damage, damage_in_log, holder
 from client.errors import CliError
 from infra.search_attributes import SEARCH_ATTRIBUTES
 
@@ -150,6 +151,7 @@ class DevServer:
     log_file: Path | None = None
     extra_args: list[str] = field(default_factory=list)  # e.g. --dynamic-config-value K=V
     process: subprocess.Popen[bytes] | None = None
+    lock: DatabaseLock | None = None  # held from before the server starts until it has stopped
 
     @property
     def address(self) -> str:
@@ -207,26 +209,58 @@ class DevServer:
             self.partition_mark.touch()
 
     def start(self, timeout: float = 60.0) -> DevServer:
+        """Start the server on its database, which no other server may
+        serve (``client/embedded_db.py``): ``DatabaseInUse`` names the one
+        that does, ``DamagedDatabase`` a file no server can read."""
+        self.lock = DatabaseLock(self.db_file)
+        self.lock.take(self.address)
+        try:
+            if problem := damage(self.db_file):
+                raise DamagedDatabase(self.db_file, problem)
+            self._run(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self.lock.write(self.address, "ready")
+        return self
+
+    def _run(self, timeout: float) -> None:
         self.mark_new_database()
+        logged = self.log_file.stat().st_size if self.log_file and self.log_file.exists() else 0
         log = open(self.log_file, "ab") if self.log_file else subprocess.DEVNULL
         self.process = subprocess.Popen(
             dying_with_parent(self.command()),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C in a terminal is ours to handle
+            pass_fds=(self.lock.fd,) if self.lock and self.lock.fd is not None else (),  # it holds the lock too
         )
+        if log is not subprocess.DEVNULL:
+            log.close()  # the server has its own copy
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                if sign := damage_in_log(self.logged_since(logged)):
+                    raise DamagedDatabase(self.db_file, sign)
                 raise DevServerError(
                     f"the Temporal dev server exited with code {self.process.returncode}"
                     + (f"; see {self.log_file}" if self.log_file else "")
                 )
             if port_open(self.ip, self.port) and self.healthy():
-                return self
+                return
             time.sleep(0.1)
-        self.stop()
         raise DevServerError(f"the Temporal dev server did not open port {self.port}")
+
+    def logged_since(self, offset: int) -> str:
+        """What the server wrote to its log file after ``offset`` (its last 64 KB)."""
+        if not self.log_file:
+            return ""
+        try:
+            with open(self.log_file, "rb") as f:
+                f.seek(max(offset, f.seek(0, os.SEEK_END) - 65536))
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
 
     def healthy(self) -> bool:
         """The frontend answers health checks (it opens its port a little earlier)."""
@@ -239,17 +273,44 @@ class DevServer:
 
     def stop(self, timeout: float = 15.0) -> None:
         proc, self.process = self.process, None
-        if proc is None or proc.poll() is not None:
-            return
-        os.killpg(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            if proc is None or proc.poll() is not None:
+                return
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        finally:
+            lock, self.lock = self.lock, None
+            if lock is not None:
+                lock.release()
 
     def __enter__(self) -> DevServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def serving(db_file: Path, timeout: float = 60.0) -> str | None:
+    """The address of the server that serves ``db_file`` now (it holds the
+    file's lock and answers), waiting up to ``timeout`` for one that is still
+    starting; None when no server holds it. ``DatabaseInUse`` when one holds
+    it and does not answer (hung, or stopping for more than a few seconds)."""
+    deadline = time.monotonic() + timeout
+    silent_since: float | None = None
+    while (by := holder(db_file)) is not None:
+        host, _, port = by.address.rpartition(":")
+        if by.ready and port.isdigit() and port_open(host or "127.0.0.1", int(port)):
+            return by.address
+        now = time.monotonic()
+        if by.ready:  # it answered once: a server that stops lets go of the file within seconds
+            silent_since = silent_since or now
+            if now - silent_since > 5:
+                raise DatabaseInUse(db_file, by, "it does not answer; stop that process, or wait until it has ended")
+        elif now > deadline:
+            raise DatabaseInUse(db_file, by, f"it has not answered for {timeout:.0f} s; stop that process")
+        time.sleep(0.2)
+    return None

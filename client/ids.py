@@ -63,3 +63,20 @@ def attachment(workflow_id: str, extension: str) -> str:
     name = f"{file_stem(workflow_id)}.{extension}"
     plain = "".join(ch if " " <= ch < "\x7f" and ch not in '"%' else "_" for ch in name)
     return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(name, safe='')}"
+
+
+# Characters a run id chosen here may not hold: controls (a newline in an id
+# made `list` print it across two rows, so a crafted id could fake a row),
+# line and paragraph separators, and the bidirectional overrides and
+# isolates that make text show in another order than it is.
+_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def control_in_id(workflow_id: str) -> str | None:
+    """The first such character, named (``U+000A at character 4``), or None."""
+    import unicodedata
+
+    for at, ch in enumerate(workflow_id, 1):
+        if ch in _BIDI or unicodedata.category(ch) in ("Cc", "Zl", "Zp"):
+            return f"U+{ord(ch):04X} at character {at}"
+    return None

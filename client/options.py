@@ -226,6 +226,21 @@ def text_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+def id_problem(args: argparse.Namespace) -> str | None:
+    """One line when an id this command would give a new run or schedule
+    holds a control character (ids other clients gave are read as they are,
+    and shown safely: ``client.terminal_text.one_line``)."""
+    from client.ids import control_in_id
+
+    given = [("--id", getattr(args, "id", None))]
+    if getattr(args, "action", None) == "create":  # `schedule create NAME`: its runs' ids start with NAME
+        given.append(("the schedule's NAME", getattr(args, "name", None)))
+    for what, value in given:
+        if isinstance(value, str) and (where := control_in_id(value)):
+            return f"{what} holds a control character ({where}): an id must be one line of visible text"
+    return None
+
+
 def review_feedback(args: argparse.Namespace) -> str:
     if args.accept:
         return ACCEPT

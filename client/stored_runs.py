@@ -7,6 +7,11 @@ Only when no address was given (flag or TEMPORAL_ADDRESS), nothing answers
 at the embedded server's address (localhost:7233 unless
 DEEPRESEARCH_DEV_SERVER_PORT), and the data dir holds that file: otherwise
 the command connects as always (and says so in one line if it cannot).
+A server already serving that file on another port (a `server --port`, a
+`run` or `worker --demo` told another port: its lock says where,
+``client/embedded_db.py``) is read through instead; one that holds the file
+and does not answer is named in one line. A second server is never started
+on the file.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ def stored_runs(conn: Connection) -> Iterator[Reading]:
     if conn.address_given:
         yield Reading(conn, False)
         return
-    from client.devserver import DevServer, free_port, port_open  # only when no address is given
+    from client.devserver import DevServer, free_port, port_open, serving  # only when no address is given
+    from client.embedded_db import DatabaseInUse
 
     port = dev_server_ports()[0]
     conn = dataclasses.replace(conn, address=f"localhost:{port}")
@@ -42,22 +48,42 @@ def stored_runs(conn: Connection) -> Iterator[Reading]:
     if port_open("127.0.0.1", port) or not db_file.is_file():
         yield Reading(conn, False)
         return
-    server = DevServer(db_file=db_file, port=free_port(), log_file=conn.data_dir / "temporal-server.log")
-    print(
+    for attempt in (1, 2):  # 2: another command started a server on it meanwhile
+        if address := serving(db_file):
+            say(
+                f"no Temporal server at {conn.address}: reading the runs stored in {db_file} "
+                f"through the server at {address}, which serves it"
+            )
+            yield Reading(dataclasses.replace(conn, address=address), False)
+            return
+        server = DevServer(db_file=db_file, port=free_port(), log_file=conn.data_dir / "temporal-server.log")
+        try:
+            server.start()
+        except DatabaseInUse:
+            if attempt == 2:
+                raise
+            continue
+        break
+    say(
         f"no Temporal server at {conn.address}: reading the runs stored in {db_file} "
-        f"(the embedded server, started for this command; `{cli_name()} server` keeps it running)",
-        file=sys.stderr,
-        flush=True,
+        f"(the embedded server, started for this command; `{cli_name()} server` keeps it running)"
     )
-    with server:
+    try:
         yield Reading(dataclasses.replace(conn, address=server.address), True)
+    finally:
+        server.stop()
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def no_worker_here(run_id: str, queue: str) -> str:
     """Why a run still going cannot be followed from the stored state alone."""
     from client.talk import worker_command
+    from client.terminal_text import one_line
 
     return (
-        f"run {run_id} has not ended, and no server or worker runs now to take it on: start `{cli_name()} server` "
+        f"run {one_line(run_id)} has not ended, and no server or worker runs now to take it on: start `{cli_name()} server` "
         f"and {worker_command(queue)}, and it goes on"
     )

@@ -52,6 +52,22 @@ _PICTURES = (
 )
 
 
+def one_line(text: str) -> str:
+    """``text`` as ``visible`` shows it, and on one line whatever it holds:
+    a newline, tab or line separator shown as a symbol (␊, ␉, ␤), a
+    bidirectional override as �. For a run id: one from another client may
+    hold a newline, and printed raw it made two rows of `list`, so a crafted
+    id could fake a row."""
+    return text.translate(_ONE_LINE)
+
+
+_ONE_LINE = (
+    _PICTURES
+    | {0x09: 0x2409, 0x0A: 0x240A, 0x2028: 0x2424, 0x2029: 0x2424}
+    | dict.fromkeys((*range(0x202A, 0x202F), *range(0x2066, 0x206A)), 0xFFFD)
+)
+
+
 class C1Free:
     """A text stream that writes through to ``stream`` without hostile controls."""
 

@@ -122,6 +122,20 @@ def test_demo_reviews_the_plan_at_the_terminal_in_chinese_too(dev_server, tmp_pa
     assert "临澜" in out and "/zh/chengbo-marine-instruments.md)" in out
 
 
+def test_an_ended_runs_status_counts_its_sources_from_its_result():
+    """Issue 36, item 9: `status` of an ended run no worker answers for is
+    read from its result, and said "sources: 0" for a run citing five."""
+    from client.commands.status import sources_of
+    from workflows.models import Citation, PageRead, ResearchResult
+
+    result = ResearchResult(status="completed", question="q", locale="en-US", final_report="r", sources=7)
+    assert sources_of(result) == 7  # what the run's status counted
+    older = result.model_copy(update={"sources": None, "pages": [PageRead(url="https://a.example/1")],
+                                      "citations": [Citation(url="https://a.example/1"),
+                                                    Citation(url="https://b.example/2")]})  # fmt: skip
+    assert sources_of(older) == 2  # a result from before the count was kept: what it read and cites
+
+
 def test_the_demo_environment_is_restored(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-mine")
     monkeypatch.setenv("DEEPRESEARCH_MODEL_PLANNER", "gpt-4o")
@@ -172,6 +186,10 @@ async def test_after_the_demo_its_runs_stay_readable_and_a_demo_worker_answers_f
     assert shown.returncode == 0 and "completed" in shown.stdout, shown.stderr
     result = cli(env, "result", run_id)
     assert result.returncode == 0 and "23,480" in result.stdout, result.stderr
+    # issue 36, item 9: an ended run's status, read from its result, said "sources: 0"
+    cited = set(re.findall(r"\]\((http[^)\s]+)\)", result.stdout))
+    sources = int(re.search(r"sources: (\d+)", shown.stdout).group(1))
+    assert cited and sources >= len(cited), (sources, cited)
 
     log = open(tmp_path / "worker.log", "w")
     worker = subprocess.Popen(

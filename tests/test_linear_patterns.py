@@ -120,11 +120,13 @@ def test_a_report_full_of_brackets_has_its_citations_checked_at_once():
         print(len(verify_citations("[" * 200_000, seen)))
         print(len(verify_citations("[a](http://" * 30_000, seen)))
         print(verify_citations("[ok](https://ok.org/a) [bad](https://bad.org/x)", seen))
+        print(len(verify_citations("“https://x.org/a”" * 30_000 + "https://" + "a" * 200_000, seen)))
         """
     )
     lines = out.splitlines()
     assert lines[0] == "200000" and int(lines[1]) > 0
     assert lines[2] == "[ok](https://ok.org/a) bad [unverified source removed]"
+    assert int(lines[3]) > 0  # quotes that end URLs (issue 36, item 7c): still one pass
 
 
 def test_a_page_of_open_tags_is_converted_at_once():

@@ -263,6 +263,51 @@ def test_a_bad_model_rps_is_one_clear_line(value):
     assert "DEEPRESEARCH_MODEL_RPS" in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("demo", [False, True], ids=["worker", "worker --demo"])
+def test_a_bad_model_rps_stops_the_worker_before_it_says_or_starts_anything(demo, tmp_path):
+    """Issue 36, item 7d: `worker` printed "… Ctrl-C to stop" before the
+    error, and `worker --demo` ignored the value and ran."""
+    import os
+    import subprocess
+    import sys
+
+    from client.devserver import free_port
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "DEEPRESEARCH_", "OPENAI_"))}
+    env |= {
+        "DEEPRESEARCH_DATA_DIR": str(tmp_path / "data"),
+        "DEEPRESEARCH_DEV_SERVER_PORT": str(free_port()),
+        "DEEPRESEARCH_DEV_UI_PORT": str(free_port()),
+        "TEMPORAL_ADDRESS": f"127.0.0.1:{free_port()}",  # nothing there: `worker` is not to get that far
+        "OPENAI_API_KEY": "sk-test",
+        "DEEPRESEARCH_MODEL_RPS": "fast",
+    }
+    if demo:
+        del env["TEMPORAL_ADDRESS"]  # --demo would start the embedded server
+    command = [sys.executable, "-m", "client.cli", "worker", *(["--demo"] if demo else [])]
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the worker ran with DEEPRESEARCH_MODEL_RPS=fast")
+    assert done.returncode == 1 and done.stdout == "", done.stdout
+    assert done.stderr == (
+        "error: DEEPRESEARCH_MODEL_RPS must be a number of requests a second "
+        "(e.g. 5, or 0.5 for one every two seconds), got 'fast'\n"
+    )
+    assert not (tmp_path / "data" / "temporal.db").exists()
+
+
+def test_the_keyless_commands_say_they_ignore_a_model_rps():
+    from client.demo.backend import ignored_pace
+
+    assert ignored_pace({}) is None
+    assert ignored_pace({"DEEPRESEARCH_MODEL_RPS": "5"}) == (
+        "DEEPRESEARCH_MODEL_RPS=5 is ignored here: the demo's scripted model runs on loopback and has no provider limit"
+    )
+    with pytest.raises(ConfigError):
+        ignored_pace({"DEEPRESEARCH_MODEL_RPS": "0"})
+
+
 def test_a_new_dev_server_database_has_task_queues_of_one_partition(tmp_path):
     def flags(server: DevServer) -> set[str]:
         command = server.command()

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from client.errors import CliError
 from client.options import research_input
-from workflows import changes, recheck
+from workflows import changes, recheck, reporter
 from workflows.models import Citation, PageRead, ResearchInput, SearchRun
 from workflows.prior import PriorRun, with_changes
 from workflows.recheck_models import FigureChange, PageCheck, PassageChange, Recheck, SearchCheck
@@ -144,6 +144,31 @@ def test_the_section_lists_old_and_new_each_cited_and_names_what_is_gone_or_move
         "changes since 2026-01-05: 2 source(s) changed, 1 source(s) gone, 1 source(s) moved, "
         "1 new search result(s) (1 not compared)"
     )
+
+
+@pytest.mark.parametrize(
+    "passage, after",
+    [
+        ("Data: https://stats.example/t1", "”"),  # the section's own closing quote
+        ("The table is at «https://stats.example/t1» now", "» now”"),
+        ("数据见https://stats.example/t1」。其余照旧", "」。其余照旧”"),  # CJK: no blank ends the passage
+        ("(see https://stats.example/t1)", ")”"),
+    ],
+)
+def test_a_passage_that_ends_in_a_url_keeps_its_closing_quote_and_the_rest(passage, after):
+    """Issue 36, item 7c: the unverified-URL remover took a closing ” (and
+    in CJK text the rest of the passage, up to the next blank) for part of
+    the URL, and removed them with it."""
+    page = PageCheck(url=A, title="A", outcome="changed", page=PageRead(url=A),
+                     changes=[PassageChange(old="Data: none.", new=passage)])  # fmt: skip
+    section = changes.changes_section(checked(page))
+    shown = reporter.verify_citations(section, [Citation(url=A)])  # as the workflow checks it (recheck.py)
+    assert f"“{passage.split('https://')[0]}{reporter.UNVERIFIED}{after} ([A]({A}), read 2026-01-12)" in shown
+    kept = reporter.verify_citations(section, [Citation(url=A), Citation(url="https://stats.example/t1")])
+    assert kept == section  # a URL the run read: nothing removed
+    assert [c.url for c in reporter.cited(section, [Citation(url="https://stats.example/t1")])] == [
+        "https://stats.example/t1"
+    ]
 
 
 def test_nothing_changed_is_one_line():

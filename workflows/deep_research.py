@@ -339,6 +339,7 @@ class DeepResearch:
             warnings=list(s.warnings),
             reporter_input=s.reporter_input,
             statements=s.statements,
+            sources=len(s.sources),
             **recheck.kept(s),
         )
 

@@ -261,6 +261,10 @@ class ResearchResult(Model):
     pages: list[PageRead] | None = None
     searches: list[SearchRun] | None = None
     recheck: RecheckSummary | None = None  # a run that re-checked: what it found
+    # Sources the run retrieved, as its status counts them (RunStatus.sources),
+    # so an ended run's status read from its result says the same; None in
+    # results of older runs.
+    sources: int | None = None
 
 
 class StepStatus(Model):

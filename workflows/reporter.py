@@ -24,7 +24,13 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
     from workflows.prior import CHANGES_HEADING, has_changes_section, reporter_context, with_changes
     from workflows.state import RunState
 
-_URL = re.compile(r"(?:https?|file)://[^\s)\]>\"'<]+")
+# A bare URL ends at a blank, a closing bracket or a quote, typographic and
+# CJK ones too (“…https://a.org/x” or 「…https://a.org/x」 in a quoted
+# passage, where no blank follows in CJK text): before, the remover took a
+# closing ” and the rest of the passage up to the next blank for the URL's.
+# One character class: linear.
+_URL_ENDS = "\"'<>)\\]“”‘’„‚«»‹›「」『』【】〔〕〖〗〘〙〈〉《》（）［］｛｝。，、；：！？"
+_URL = re.compile(rf"(?:https?|file)://[^\s{_URL_ENDS}]+")
 # Linear: a link's text stops at a bracket and its URL at a bracket, a blank
 # or an unbalanced parenthesis, so no two tries scan the same text (the
 # pattern this replaces was quadratic on a report of "[" or "[a](http://").

@@ -25,6 +25,7 @@ from client.demo.backend import (  # noqa: F401 - the demo's names, where tests 
     SCRIPTED,
     demo_backend,
     demo_environment,
+    ignored_pace,
     replaced_environment,
 )
 from client.display import make_console
@@ -54,6 +55,7 @@ async def main(args: argparse.Namespace) -> int:
     from client.runs import new_workflow_id
     from infra.errors import cli_name
 
+    ignored = ignored_pace()  # not a rate: refused before anything starts
     console = make_console()
     args.question = (args.question or "").strip() or DEFAULT_QUESTION
     args.task_queue = getattr(args, "task_queue", None) or DEMO_TASK_QUEUE
@@ -63,6 +65,8 @@ async def main(args: argparse.Namespace) -> int:
     args.id = args.id or new_workflow_id()  # named in the next steps printed at the end
     console.print(START_NOTE, style="bold yellow", markup=False)
     console.print(f"question: {args.question}", markup=False)
+    if ignored:
+        console.print(ignored, markup=False)
     with demo_backend():
         code = await run.main(args)
     console.print(END_NOTE.format(cli=cli_name()), style="bold yellow", markup=False)

@@ -18,8 +18,14 @@ from contextlib import AsyncExitStack
 from datetime import timedelta
 
 from client import terminal_log
-from client.commands.run import dev_ports, embedded_server, in_process_worker, no_model_line, split_address
-from client.devserver import port_open
+from client.commands.run import (
+    dev_ports,
+    embedded_server,
+    in_process_worker,
+    no_model_line,
+    server_to_use,
+    split_address,
+)
 from client.display import make_console
 from client.errors import CliError
 from client.evaluation import results
@@ -58,9 +64,12 @@ async def main(args: argparse.Namespace) -> int:
         return await evaluate(args, console, suite)
     if args.judge_model:
         raise CliError("--judge-model needs a language model; the demo's scripted model cannot judge a report")
-    from client.demo.backend import SCRIPTED, demo_backend
+    from client.demo.backend import SCRIPTED, demo_backend, ignored_pace
 
+    ignored = ignored_pace()  # not a rate: refused before anything starts
     console.print(f"DEMO: {SCRIPTED} These scores are the scripted rules', not a model's.", style="bold yellow")
+    if ignored:
+        console.print(ignored, markup=False)
     with demo_backend(web=False):  # the suite's own corpus is the web
         return await evaluate(args, console, suite, demo=True)
 
@@ -112,10 +121,8 @@ async def run_suite(args, console, suite, request: EvalSuiteInput, base: Setting
     if args.task_queue is None:
         conn = dataclasses.replace(conn, task_queue=workflow_id)  # the suite's own queue
     dev_port, ui_port = dev_ports()
-    if not conn.address_given:
-        conn = dataclasses.replace(conn, address=f"localhost:{dev_port}")
-    host, port = split_address(conn.address)
-    start_server = not conn.address_given and not port_open(host, port)
+    conn, start_server = server_to_use(conn, dev_port)
+    port = split_address(conn.address)[1]
     private_dir(conn.data_dir)
     log_file = terminal_log.setup(conn.data_dir)  # one line per failed call; tracebacks to the log file
     console.print(f"details in {log_file}", markup=False)

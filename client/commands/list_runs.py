@@ -15,7 +15,7 @@ from client.display import make_console
 from client.ids import owner
 from client.options import connection
 from client.runs import WORKFLOW_TYPE
-from client.terminal_text import visible
+from client.terminal_text import one_line, visible
 from infra.connection import Connection
 from workflows.models import PHASE_ATTRIBUTE, TITLE_ATTRIBUTE
 
@@ -82,7 +82,7 @@ def row(run: quick.Listed) -> tuple[str, str, str, str]:
     elif run.workflow_type != WORKFLOW_TYPE:
         title = f"{run.workflow_type.lower()}"
     indent = "  " if run.workflow_type != WORKFLOW_TYPE else ""
-    return indent + visible(run.id), visible(state), started, visible(title)
+    return indent + one_line(run.id), visible(state), started, visible(title)
 
 
 def thread_title(asked, status: str) -> str:

@@ -11,7 +11,7 @@ from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from urllib.parse import urlsplit
 
 from client import terminal_log
-from client.devserver import DevServer, free_port, port_open
+from client.devserver import DevServer, free_port, port_open, serving
 from client.display import make_console, print_report
 from client.interactive import follow_run
 from client.options import DEV_SERVER_PORT, connection, dev_server_ports, report_path, research_input
@@ -57,18 +57,34 @@ def embedded_server(conn: Connection, port: int, ui_port: int | None) -> DevServ
     )
 
 
+def server_to_use(conn: Connection, port: int) -> tuple[Connection, bool]:
+    """Where the command's runs go, and whether to start the embedded
+    server there (True): the address given; else the server at the embedded
+    server's port; else the server that serves the data dir's ``temporal.db``
+    on another port (its lock says where, client/embedded_db.py: a second
+    server on the file is never started); else the embedded one, on ``port``."""
+    if conn.address_given:
+        return conn, False
+    conn = dataclasses.replace(conn, address=f"localhost:{port}")
+    if port_open(*split_address(conn.address)):
+        return conn, False
+    if address := serving(conn.data_dir / "temporal.db"):
+        return dataclasses.replace(conn, address=address), False
+    return conn, True
+
+
 @contextmanager
 def own_server(conn: Connection, console) -> Iterator[tuple[Connection, str | None]]:
     """The connection to use and the Temporal UI's address (None: not known):
     the embedded dev server, started for the block, when no address was given
-    and none answers at its address (as `run` does); else the server there."""
+    and none answers at its address or serves its database (as `run` does);
+    else the server there."""
     port, ui_port = dev_ports()
-    if conn.address_given:
-        yield conn, None
-        return
-    conn = dataclasses.replace(conn, address=f"localhost:{port}")
-    if port_open(*split_address(conn.address)):
-        console.print(f"using the Temporal server at {conn.address} (not started by this command)", markup=False)
+    given = conn.address_given
+    conn, start = server_to_use(conn, port)
+    if not start:
+        if not given:
+            console.print(f"using the Temporal server at {conn.address} (not started by this command)", markup=False)
         yield conn, None
         return
     with embedded_server(conn, port, ui_port) as server:
@@ -105,12 +121,9 @@ async def main(args: argparse.Namespace) -> int:
         args.workflow_id = args.attach
         return await attach.main(args)
     request = research_input(args)
-    conn = connection(args)
     dev_port, ui_port = dev_ports()
-    if not conn.address_given:
-        conn = dataclasses.replace(conn, address=f"localhost:{dev_port}")
-    host, port = split_address(conn.address)
-    start_server = not conn.address_given and not port_open(host, port)
+    conn, start_server = server_to_use(connection(args), dev_port)
+    port = split_address(conn.address)[1]
     with_worker = start_server if args.worker is None else args.worker
     settings, local_line = await local_settings() if with_worker else (None, None)
     if settings is not None:

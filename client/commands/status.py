@@ -22,6 +22,7 @@ from client.errors import CliError
 from client.ids import may_be_side_output
 from client.options import connection
 from client.talk import QUERY_TIMEOUT, next_action, query_status, stuck, worker_command
+from client.terminal_text import one_line
 from client.wording import waiting_text
 from infra.errors import cli_name
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from temporalio.client import WorkflowHandle
 
     from infra.connection import Connection
-    from workflows.models import RunStatus
+    from workflows.models import ResearchResult, RunStatus
     from workflows.side_models import SideStatus
 
 
@@ -62,6 +63,7 @@ def show_quick(status: dict[str, Any], args: argparse.Namespace) -> int:
 
 
 def show(status: RunStatus | quick.Fields, workflow_id: str) -> int:
+    workflow_id = one_line(workflow_id)  # one from another client may hold a newline: never printed raw
     shown, hint = render_status(status, workflow_id), next_action(status, workflow_id)  # all read before printing
     console = make_console()
     console.print(shown)
@@ -134,6 +136,7 @@ def unanswered(workflow_id: str, described, default_queue: str) -> int:
     ended and where its report is."""
     from temporalio.client import WorkflowExecutionStatus
 
+    workflow_id = one_line(workflow_id)
     queue = described.task_queue or default_queue
     in_eval = bool(described.parent_id) and queue == described.parent_id  # the queue of the suite's `eval`
     serves = "the `eval` command that ran it" if in_eval else f"a worker on task queue {queue!r}"
@@ -270,8 +273,18 @@ async def ended_status(client, workflow_id: str) -> RunStatus:
         usage=result.usage,
         budget_exhausted=result.budget_exhausted,
         warnings=result.warnings,
+        sources=sources_of(result),
         note=FROM_RESULT,
     )
+
+
+def sources_of(result: ResearchResult) -> int:
+    """The sources an ended run retrieved, as its status query counted them
+    (a result before that was kept: the pages it read and the sources it
+    cites, which it retrieved too). It showed 0: the count was not read."""
+    if result.sources is not None:
+        return result.sources
+    return len({page.url for page in result.pages or []} | {citation.url for citation in result.citations})
 
 
 FROM_RESULT = "the run has ended and no worker answered its status query: shown from its result"

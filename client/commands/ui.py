@@ -88,15 +88,18 @@ async def demo_desk(args: argparse.Namespace, desk: dict) -> int:
     on the demo's task queue (and the embedded server when none runs): runs
     started on the page, their follow-up questions and schedules need no key."""
     from client.commands.run import in_process_worker, own_server
-    from client.demo.backend import DEMO_TASK_QUEUE, SCRIPTED, demo_backend
+    from client.demo.backend import DEMO_TASK_QUEUE, SCRIPTED, demo_backend, ignored_pace
     from client.desk.app import create_app
     from client.display import make_console
     from infra.settings import Settings
 
+    ignored = ignored_pace()  # not a rate: refused before anything starts
     console = make_console()
     args.task_queue = getattr(args, "task_queue", None) or DEMO_TASK_QUEUE
     notice = f"DEMO: {SCRIPTED}"
     console.print(notice, style="bold yellow", markup=False)
+    if ignored:
+        console.print(ignored, markup=False)
     with demo_backend(), own_server(connection(args), console) as (conn, ui_url):
         async with in_process_worker(conn, Settings.from_env()) as worker:
             app = create_app(conn, temporal_ui=ui_url or temporal_ui_url(conn.address), demo=notice, **desk)

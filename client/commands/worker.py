@@ -24,8 +24,9 @@ async def main(args: argparse.Namespace) -> int:
         return await demo_worker(args)
     conn = connection(args)
     stop = asyncio.Event()
+    settings, local_line = await local_settings()  # a bad setting: one line, before anything is said or started
+    settings.check()
     print(f"worker for task queue {conn.task_queue!r} on {conn.address}; Ctrl-C to stop", flush=True)
-    settings, local_line = await local_settings()
     if local_line:
         print(local_line, flush=True)
     with stop_on_signals(stop):
@@ -36,15 +37,18 @@ async def main(args: argparse.Namespace) -> int:
 
 async def demo_worker(args: argparse.Namespace) -> int:
     from client.commands.run import own_server
-    from client.demo.backend import DEMO_TASK_QUEUE, SCRIPTED, demo_backend
+    from client.demo.backend import DEMO_TASK_QUEUE, SCRIPTED, demo_backend, ignored_pace
     from client.display import make_console
     from infra.errors import cli_name
     from infra.settings import Settings
     from worker import run_worker
 
+    ignored = ignored_pace()  # not a rate: refused before anything starts
     console = make_console()
     args.task_queue = getattr(args, "task_queue", None) or DEMO_TASK_QUEUE
     console.print(f"DEMO worker: {SCRIPTED}", style="bold yellow", markup=False)
+    if ignored:
+        console.print(ignored, markup=False)
     stop = asyncio.Event()
     with demo_backend() as backend, own_server(connection(args), console) as (conn, _):
         ready = (

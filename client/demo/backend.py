@@ -90,6 +90,23 @@ def replaced_environment(values: Mapping[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
+PACE = "DEEPRESEARCH_MODEL_RPS"
+
+
+def ignored_pace(env: Mapping[str, str] | None = None) -> str | None:
+    """What a keyless command says of ``DEEPRESEARCH_MODEL_RPS``, which it
+    clears with the other model settings: nothing when it is unset; a value
+    that is not a rate is refused as `worker` refuses it (ConfigError, one
+    line, before anything starts); any other is said to be ignored."""
+    from infra.settings import Settings
+
+    value = ((os.environ if env is None else env).get(PACE) or "").strip()
+    if not value:
+        return None
+    Settings.from_env({PACE: value})  # raises ConfigError for a value that is not a rate
+    return f"{PACE}={value} is ignored here: the demo's scripted model runs on loopback and has no provider limit"
+
+
 @dataclass
 class Backend:
     model_url: str
