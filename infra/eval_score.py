@@ -250,9 +250,20 @@ def score(
         citations=urls,
         citation_validity=round(valid / len(urls), 4) if urls else None,
         citation_support=round(supported / len(citable), 4) if citable else None,
+        statement_support=statement_support(result),
         echo=echo,
         unscored=unscored,
     )
+
+
+def statement_support(result: ResearchResult) -> float | None:
+    """(stated + derived) / the statements judged (all but those saying what
+    the material lacks); None when none is (a report from the findings, a
+    run recorded before statements were traced)."""
+    classes = [s.support for s in result.statements if s.support != "absent"]
+    if not classes:
+        return None
+    return round(sum(1 for c in classes if c in ("stated", "derived")) / len(classes), 4)
 
 
 RUBRIC = ("comprehensiveness", "depth", "instruction_following", "readability")

@@ -128,6 +128,13 @@ async def test_start_edit_accept_and_read_the_report(page, desk, worker, script,
     link = report.locator('a[href^="http://127.0.0.1"]').first
     await playwright_api.expect(link).to_be_visible()
     assert await link.get_attribute("rel") == "noopener noreferrer"
+    # How a statement is supported: on hover (its title) and, clicked, below the report.
+    traced = report.locator('[data-testid="statement"][data-support="stated"]').first
+    assert "Stated by a source" in (await traced.get_attribute("title") or "")
+    await traced.click()
+    detail = page.get_by_test_id("statement-detail")
+    await playwright_api.expect(detail).to_contain_text("Stated by a source")
+    await playwright_api.expect(detail).to_contain_text("http://127.0.0.1")
     progress = await page.get_by_test_id("progress").inner_text()
     assert "review_received" in progress and "step_finished" in progress
     # The costs read as the terminal words them ("1 search", not "1 searches").

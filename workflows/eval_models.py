@@ -117,6 +117,8 @@ class TaskScore(Model):
     citations: list[str] = Field(default_factory=list)
     citation_validity: float | None = None  # cited URLs in the corpus / cited URLs
     citation_support: float | None = None  # found facts with a cited source / found facts
+    # the report's statements stated or derived / statements judged (activities/support.py); None: none judged
+    statement_support: float | None = None
     judge: JudgeScore | None = None
     # The report only repeats its request (its prompts, the question) or lists
     # links: it scored nothing (infra/eval_score.py own_text).

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -255,6 +256,7 @@ class Desk:
                 "usage_text": usage_text(result.usage),  # the CLI's wording
                 "warnings": list(result.warnings),
                 "sources": len(result.citations),
+                "statements": traced(result.statements),  # how each statement is supported, for the page
             }
             out["files"] = await self._files(run_id)
         elif described.status and described.status != WorkflowExecutionStatus.RUNNING:
@@ -452,6 +454,22 @@ class Desk:
         except RPCError as err:
             return JSONResponse({"error": f"Temporal: {err.message}"}, 502)
         return value if isinstance(value, Response) else JSONResponse(value)
+
+
+_LINKED = re.compile(r"\[([^\[\]\n]{0,400})\]\([^()\s]{0,2000}\)")
+_MARKUP = re.compile(r"[*_`]+|\[\^?\d{1,3}\]|<[^<>\n]{0,200}>")
+
+
+def traced(statements: list) -> list[dict]:
+    """The report's statements as the page shows them: ``plain`` is the text
+    as rendered (markdown marks, links' addresses and footnote markers out),
+    to find it in the page; the rest is what a reader checks it by."""
+    out = []
+    for s in statements:
+        text = s.text.strip().strip("|").replace("|", " ") if s.text.startswith("|") else s.text  # a row's cells
+        plain = " ".join(_MARKUP.sub("", _LINKED.sub(r"\1", text)).split())
+        out.append({"plain": plain, **s.model_dump(mode="json", by_alias=True, exclude={"invented"})})
+    return out
 
 
 async def _json(request: Request) -> Any:

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from client.errors import CliError
 
-RATES = ("fact_recall", "evidence_recall", "citation_validity", "citation_support")
+RATES = ("fact_recall", "evidence_recall", "citation_validity", "citation_support", "statement_support")
 COSTS = ("tokens", "model_calls", "searches", "crawls", "seconds", "rate_limited_seconds")
 JSON_FIELDS = (
     "id",
@@ -32,6 +32,7 @@ JSON_FIELDS = (
     "citations",
     "citation_validity",
     "citation_support",
+    "statement_support",
     "tokens",
     "model_calls",
     "searches",
@@ -126,6 +127,7 @@ def task_table(records: list[dict]) -> Table:
         "not in corpus",
         "cites valid",
         "support",
+        "traced",
     ):
         table.add_column(name)
     for name in ("tokens", "calls", "searches", "crawls", "seconds", "judge"):
@@ -144,6 +146,7 @@ def task_table(records: list[dict]) -> Table:
             "-" if stated is None else ("yes" if stated else "NO"),
             _rate(r.get("citation_validity")),
             _rate(r.get("citation_support")),
+            _rate(r.get("statement_support")),
             str(r.get("tokens", 0)),
             str(r.get("model_calls", 0)),
             str(r.get("searches", 0)),

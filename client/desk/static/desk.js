@@ -263,9 +263,52 @@ function showPartial(id, data) {
   $("report-box").hidden = false;
 }
 
+// How each statement is supported (SPEC 3d): its paragraph, item or row is
+// marked; hovering shows the passage or the arithmetic, a click keeps it below.
+const SUPPORT = {
+  stated: "Stated by a source",
+  derived: "Derived by arithmetic from stated figures",
+  absent: "Says what the sources do not give",
+  unsupported: "Not found in the sources",
+};
+const WORST = ["unsupported", "absent", "derived", "stated"];
+
+function explain(s) {
+  let text = `${SUPPORT[s.support] || s.support}: “${s.plain}”`;
+  if (s.support === "stated" && s.passage) text += `\n  ${s.url || "the findings"}: ${s.passage}`;
+  if (s.support === "derived") {
+    text += `\n  ${s.arithmetic}`;
+    for (const b of s.from || []) text += `\n  ${b.figure}: ${b.url || "the findings"}`;
+  }
+  return text;
+}
+
+function traceStatements(statements) {
+  const detail = $("statement-detail");
+  detail.hidden = true;
+  const blocks = [...$("report").querySelectorAll("p, li, tr")];
+  const squash = (t) => t.replace(/\s+/g, " ").trim();
+  for (const block of blocks) {
+    const text = squash(block.textContent);
+    const own = statements.filter((s) => s.plain && text.includes(s.plain.slice(0, 80)));
+    if (!own.length || block.querySelector(".traced")) continue;
+    const worst = WORST.find((w) => own.some((s) => s.support === w));
+    block.classList.add("traced", worst);
+    block.dataset.testid = "statement";
+    block.dataset.support = worst;
+    block.title = own.map(explain).join("\n\n");
+    block.addEventListener("click", (event) => {
+      if (event.target.closest("a")) return; // a link opens its page
+      detail.textContent = block.title;
+      detail.hidden = false;
+    });
+  }
+}
+
 function showReport(id, data) {
   const box = $("report-box");
   putReport(id, data.result.report_html, false);
+  traceStatements(data.result.statements || []);
   showChanges(data.result.changes_html);
   // What to know before trusting the report (e.g. the reporter failed: the report is the findings).
   const warnings = data.result.warnings || [];
