@@ -6,8 +6,8 @@ what it is sent (so it proves what actually reached the model):
 - planner: a research step and a processing step; an edit request adds the
   requested change as a new research step title;
 - researcher: searches local documents when it may, then the web, crawls the
-  first URL it was given, then reports every ``FACT:`` line it read and the
-  URLs it saw;
+  first URL it was given, then reports every ``FACT:`` line it read (its
+  tools' answers and the passages the workflow gave it) and the URLs it saw;
 - coder: runs Python, then reports exactly what the code printed;
 - reporter: writes a report quoting the findings and sources it was given
   (plus ``report_extra``, e.g. an invented citation).
@@ -36,6 +36,15 @@ GREETINGS = ("hello", "hi", "hey", "good morning")
 
 def first_user(request: dict) -> str:
     return next((m.get("content") or "" for m in request["messages"] if m["role"] == "user"), "")
+
+
+def evidence_shown(request: dict) -> str:
+    """The step's passages the workflow gave the model: after its task in
+    the first message, or in a later message of their own (a page crawled
+    again then shows only what they did not)."""
+    users = [m.get("content") or "" for m in request["messages"] if m["role"] == "user"]
+    first = users[0].split("# Evidence gathered", 1)[1] if users and "# Evidence gathered" in users[0] else ""
+    return "\n".join([first, *users[1:]])
 
 
 def plan_json(title: str, steps: list[tuple[str, str]], enough: bool = False) -> str:
@@ -120,7 +129,7 @@ class ResearchScript:
             return Reply(tool_calls=[("local_search", {"query": "turbine peak output"})])
         if not has_tool_result(request, "web_search"):
             return Reply(tool_calls=[("web_search", {"query": "lighthouse fact"})])
-        text = "\n".join(m.get("content") or "" for m in tool_messages(request))
+        text = "\n".join(m.get("content") or "" for m in tool_messages(request)) + "\n" + evidence_shown(request)
         if not has_tool_result(request, "crawl"):
             url = re.search(r"URL: (\S+)", text)
             return Reply(tool_calls=[("crawl", {"url": url.group(1) if url else "http://none.invalid/"})])

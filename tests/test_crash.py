@@ -194,7 +194,10 @@ async def _killed_in_model_call(address: str, folder: Path) -> str:
         outcome = await run.finish(handle)
         assert outcome.problems() == []
         assert [r["_request_id"] for r in run.llm.requests].count(held) == 2  # the held call, retried once
-        assert [f"{a.name}#{a.activity_id}" for a in outcome.retried()] == [f"chat#{held.rsplit('/', 1)[1]}"]
+        retried = [f"{a.name}#{a.activity_id}" for a in outcome.retried()]
+        # (and the step's own reading beside the researcher's turns, when the kill caught it in flight)
+        assert f"chat#{held.rsplit('/', 1)[1]}" in retried and len([a for a in retried if a.startswith("chat")]) == 1
+        assert all(a.split("#")[0] in ("chat", "web_search", "crawl", "rank_evidence") for a in retried)
         # Live control: send a completed call again; the check must see it.
         done = run.llm.calls("coordinator")[0]
         async with httpx.AsyncClient() as http:
@@ -214,14 +217,15 @@ async def _killed_in_tool_call(address: str, folder: Path) -> str:
         async with asyncio.timeout(60):
             while not run.pages.hits:
                 await asyncio.sleep(0.02)
-        assert not run.llm.calls("researcher")  # killed mid-gathering: the step's evidence crawl
-        await run.restart_worker()  # the page is still being served
+        await run.restart_worker()  # killed mid-gathering: the step's evidence crawl; the page is still being served
         outcome = await run.finish(handle)
         await keep_history(handle, "crash_recovery")
     assert outcome.problems() == []
     assert list(run.pages.hits) == ["/lighthouse", "/lighthouse"]  # the killed crawl, retried once
-    assert [a.name for a in outcome.retried()] == ["crawl"]
-    assert FACT in run.llm.calls("researcher")[0]["messages"][1]["content"]  # the evidence, read once
+    # (the researcher's first turn runs beside the gathering: if it was in flight too, it is retried too)
+    assert sorted(a.name for a in outcome.retried()) in (["crawl"], ["chat", "crawl"])
+    last = run.llm.calls("researcher")[-1]["messages"]
+    assert any(FACT in (m.get("content") or "") for m in last)  # the evidence, read once
     return f"recovered in {run.recoveries[0]:.1f} s"
 
 
@@ -238,7 +242,8 @@ async def _killed_while_awaiting_review(address: str, folder: Path) -> str:
         outcome = await run.finish(handle)
     assert outcome.problems() == []
     assert calls_before == 2 and len(run.llm.calls("planner")) == 1  # nothing before the review ran again
-    assert outcome.retried() == []
+    # What the review's wait was used for: the step's reading, which a kill may catch in flight.
+    assert {a.name for a in outcome.retried()} <= {"web_search", "crawl", "rank_evidence"}
     return f"review accepted {review_took:.1f} s after the restart"
 
 

@@ -6,7 +6,7 @@ Re-record (after a deliberate, versioned change) with:
         tests/test_hostile_model.py tests/test_nothing_lost.py tests/test_side_outputs.py \
         tests/test_research_goes_on.py tests/test_schedules.py tests/test_eval_e2e.py tests/test_recheck.py \
         tests/test_evidence.py \
-        tests/test_echoing_model.py tests/test_faults.py tests/test_report_support.py
+        tests/test_echoing_model.py tests/test_faults.py tests/test_report_support.py tests/test_evidence_ahead.py
 (Record only new histories: a history recorded by the old code is what
 proves the new code can still replay it.)
 """
@@ -29,45 +29,51 @@ HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 
 def test_there_are_histories_to_replay():
-    assert {
-        "happy_path",
-        "edited_plan",
-        "greeting",
-        "plan_failed",
-        "crash_recovery",
-        "continued_between_steps",
-        "continued_inside_steps",
-        "long_pages_read_in_parts",
-        "context_window_learned",
-        "podcast",
-        "slides",
-        "prose",
-        "follow_up_thread",
-        "continued_from_run",
-        "eval_suite_resumed",
-        "prose_handed_off",
-        "question_as_plan",
-        "failing_coder_closed",
-        "cancelled",  # recorded before the cancelled-phase patch
-        "cancelled_phase",
-        "rechecked_changed",  # a scheduled run that re-checked its sources and found a change
-        "rechecked_unchanged",  # one that found none: no model call
-        "scheduled_before_recheck",  # a scheduled run recorded before the recheck-sources patch
-        "evidence_gathered",  # a research step that read before its first turn (recorded before its lead was followed)
-        "lead_followed",  # a research step that followed the lead its pages gave, beside its agent's loop
-        "nothing_read",  # a run whose every search failed: findings and report say so
-        "enough_context_researched",  # "enough context" with nothing read: researched anyway
-        "reporter_failed_with_passages",  # the reporter failed: findings and the passages they rest on
-        "reporter_echoed",
-        "reporter_failed",
-        "researcher_echoed",
-        "coordinator_echoed",
-        "report_language_asked_again",
-        "rate_limit_waited",  # a model call on the model queue, refused (429), waited out, called again
-        "report_unsupported",  # a report stating what its material does not say, twice: the findings and pages
-        "report_traced",  # a strong report's statements traced (stated, derived, absent), shipped as written
-        "report_invented_marked",  # half invention twice: kept, its unsupported statements marked
-    } <= {p.stem for p in HISTORIES}
+    assert (
+        {
+            "happy_path",
+            "edited_plan",
+            "greeting",
+            "plan_failed",
+            "crash_recovery",
+            "continued_between_steps",
+            "continued_inside_steps",
+            "long_pages_read_in_parts",
+            "context_window_learned",
+            "podcast",
+            "slides",
+            "prose",
+            "follow_up_thread",
+            "continued_from_run",
+            "eval_suite_resumed",
+            "prose_handed_off",
+            "question_as_plan",
+            "failing_coder_closed",
+            "cancelled",  # recorded before the cancelled-phase patch
+            "cancelled_phase",
+            "rechecked_changed",  # a scheduled run that re-checked its sources and found a change
+            "rechecked_unchanged",  # one that found none: no model call
+            "scheduled_before_recheck",  # a scheduled run recorded before the recheck-sources patch
+            "evidence_gathered",  # a research step that read before its first turn (recorded before its lead was followed)
+            "lead_followed",  # a research step that followed the lead its pages gave, beside its agent's loop
+            "nothing_read",  # a run whose every search failed: findings and report say so
+            "enough_context_researched",  # "enough context" with nothing read: researched anyway
+            "reporter_failed_with_passages",  # the reporter failed: findings and the passages they rest on
+            "reporter_echoed",
+            "reporter_failed",
+            "researcher_echoed",
+            "coordinator_echoed",
+            "report_language_asked_again",
+            "rate_limit_waited",  # a model call on the model queue, refused (429), waited out, called again
+            "report_unsupported",  # a report stating what its material does not say, twice: the findings and pages
+            "report_traced",  # a strong report's statements traced (stated, derived, absent), shipped as written
+            "report_invented_marked",  # half invention twice: kept, its unsupported statements marked
+            "evidence_beside_first_turn",  # a researcher's first turn beside its step's reading, not after it
+            "evidence_asked_again",  # a model that answered before it saw its passages, asked again; the next step read first
+            "evidence_gathered_ahead",  # the steps read while the plan waited for review; an edit reread only what it changed
+        }
+        <= {p.stem for p in HISTORIES}
+    )
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from temporalio import workflow
 
@@ -23,6 +24,9 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
     from workflows.models import Message, ModelRequest, ToolCall
     from workflows.state import AgentCheckpoint
     from workflows.tool_models import READER_TOOLS, CodeRequest, ToolResult
+
+if TYPE_CHECKING:
+    from workflows.evidence_ahead import Later
 
 AGENT_TOOLS = {
     "researcher": ["web_search", "crawl", "read_page", "find_in_page"],
@@ -60,11 +64,14 @@ async def run_agent(
     where: str = "",
     evidence: str | None = None,
     evidence_tokens: int | None = None,
+    later: Later | None = None,
 ) -> Finished | AgentCheckpoint:
     """A ReAct loop: the model calls tools (``names``) until it answers without
     one, or until ``max_turns`` model calls, after which it must answer
     without tools. ``evidence`` (a blob of passages the step gathered) comes
-    with the task in the first message, at most ``evidence_tokens`` of it.
+    with the task in the first message, at most ``evidence_tokens`` of it;
+    ``later``: passages still being gathered, given after the first turn
+    whose tools ran once they are there (workflows/evidence_ahead.py).
 
     Returns the findings, or a checkpoint when the server suggests
     continue-as-new between two turns (the next run resumes from it). Once
@@ -93,6 +100,7 @@ async def run_agent(
         for turn in range(checkpoint.turns, max_turns):
             if turn > checkpoint.turns and _should_pause():
                 paused = True
+                messages += await later.due() if later else []
                 return AgentCheckpoint(
                     history=history, messages=messages, turns=turn, cells=cells.code, cell_refs=cells.refs
                 )
@@ -107,9 +115,13 @@ async def run_agent(
             # the conversation stays valid for the provider.
             wanted = reply.tool_calls
             if not wanted or not (workflow.patched("answer-unknown-tools") or _known(wanted, allowed)):
+                if later and (again := await later.again(task, history, called=turn > 0)):
+                    history, messages = again  # it answered before it saw the step's passages
+                    continue
                 return Finished(*await agent_answer(calls, request, reply, where))
             results = await _run_tools(calls, wanted, session, cells, allowed, role, where or role)
-            messages = [tool_message(c, r) for c, r in zip(wanted, results)]
+            messages = [tool_message(c, r) for c, r in zip(wanted, results)] + (later.ready(results) if later else [])
+        messages += await later.due() if later else []
         messages.append(Message(role="user", content=FINAL_TURN))
         final = turn_request(history, messages).model_copy(update={"tool_choice": "none"})
         reply = await calls.chat(final, f"{where} · final answer" if where else "")

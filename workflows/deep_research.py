@@ -284,6 +284,8 @@ class DeepResearch:
             return Review(accepted=True)
         self.set_phase("awaiting_review")
         self.emit("review_requested", "the plan is waiting for review")
+        if self.state.plan:
+            self.team.gather_ahead(self.state.plan)  # the research steps read while the plan waits
         timeout = timedelta(hours=r.review_timeout_hours) if r.review_timeout_hours else None
         review = await self.plan_review.wait(timeout)
         if review is None and r.on_review_timeout == "accept":

@@ -16,6 +16,7 @@ from temporalio import workflow
 from workflows import evidence
 from workflows.agent import Finished, agent_tools, run_agent
 from workflows.box import Box
+from workflows.evidence_ahead import Ahead, Later
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.evidence_models import Gathered, StepEvidence
@@ -53,6 +54,15 @@ class ResearchTeam:
         self.box = box
         self.running: set[int] = set()
         self.limit = asyncio.Semaphore(box.request.max_parallel_steps)
+        self.ahead = Ahead()  # evidence gathered while the plan waits for review
+        self.gather_first = False  # the model answered before it saw its passages: later steps wait for them
+
+    def gather_ahead(self, plan: Plan) -> None:
+        """While ``plan`` waits for its review, its research steps gather
+        their evidence (workflows/evidence_ahead.py)."""
+        r = self.box.request
+        if r.evidence_pages > 0 and workflow.patched("gather-evidence") and workflow.patched("evidence-ahead"):
+            self.ahead.start(self.box, plan)
 
     async def run_batch(self, plan: Plan, batch: list[int]) -> bool:
         """Run the steps of ``batch``; False when some paused for continue-as-new."""
@@ -73,16 +83,24 @@ class ResearchTeam:
             resume = box.state.agents.pop(index, None)
             reads = role == "researcher" and box.request.evidence_pages > 0 and workflow.patched("gather-evidence")
             gathered = resume.gathered if resume else None
-            following = None
+            following, later = None, None
             if reads and resume is None:
-                gathered = await evidence.gather(box, step, where)
-                following = evidence.follow_lead(box, gathered, where)
+                pending = self.gathering(step, where)
+                if pending is None or pending.done() or self.gather_first:
+                    gathered = await pending if pending else await evidence.gather(box, step, where)
+                    following = evidence.follow_lead(box, gathered, where)
+                else:  # beside the agent's first turn; its lead once it is gathered
+                    later = Later(pending, box.request.evidence_tokens)
+                    following = asyncio.create_task(self.lead_after(pending, where))
             try:
-                outcome = await self.agent(step, index, earlier, resume, gathered, where)
+                outcome = await self.agent(step, index, earlier, resume, gathered, where, later)
             except BaseException:
                 if following:
                     following.cancel()
                 raise
+            if later:
+                gathered = await later.task
+                self.gather_first = self.gather_first or later.asked_again
             if following:
                 await following  # its pages, for the findings (or the paused step's checkpoint)
             if isinstance(outcome, AgentCheckpoint):  # paused: the next run goes on from here
@@ -93,6 +111,18 @@ class ResearchTeam:
                 box.emit("step_finished", step.title, index)
             self.running.discard(index)
 
+    def gathering(self, step: Step, where: str) -> asyncio.Task[Gathered] | None:
+        """The step's gathering: started ahead (the plan's review), or now;
+        None on histories recorded before gathering overlapped the first turn."""
+        if not workflow.patched("evidence-beside-turn"):
+            return None
+        return self.ahead.take(step) or asyncio.create_task(evidence.gather(self.box, step, where))
+
+    async def lead_after(self, pending: asyncio.Task[Gathered], where: str) -> None:
+        following = evidence.follow_lead(self.box, await pending, where)
+        if following:
+            await following
+
     async def agent(
         self,
         step: Step,
@@ -101,6 +131,7 @@ class ResearchTeam:
         resume: AgentCheckpoint | None,
         gathered: Gathered | None,
         where: str,
+        later: Later | None = None,
     ) -> Finished | AgentCheckpoint:
         """The step's agent loop, from the evidence it gathered (or from where it paused)."""
         box, role = self.box, AGENT_FOR_STEP[step.step_type]
@@ -117,6 +148,7 @@ class ResearchTeam:
             where=where,
             evidence=gathered.evidence.blob if gathered and gathered.evidence else None,
             evidence_tokens=box.request.evidence_tokens,
+            later=later,
         )
 
     def task(self, step: Step, earlier: str) -> str:
