@@ -39,6 +39,9 @@ PASSAGE_TOKENS = 220  # a passage of evidence, before its link
 MAX_PAGE_CHARS = 2_000_000  # of one page's text looked at
 MAX_SHOWN = 60_000  # characters of passages put into a report the workflow writes
 MAX_AGENT_PAGES = 12  # pages an agent read itself that its findings are traced to (its last ones)
+UNMATCHED_SHARE = 1 / 6  # of a step's evidence budget, for passages that share no word with the step
+MIN_PASSAGE = 12  # tokens: a budget with less room left takes no more passages
+READING_AT_ONCE = 2  # ranking and tracing activities at work at once per worker
 LOCAL_TITLE = "Local documents"
 
 
@@ -90,7 +93,8 @@ def readable(passages: list[str]) -> list[str]:
             title = carried.lstrip("#").strip()
             passage = f"{carried}\n{passage}" if passage.startswith("|") else f"{title} — {passage}"
             carried = ""
-        if (passage.startswith("#") or tokens.count(passage) < 12) and "\n" not in passage:
+        short = len(passage) < 36 and tokens.count(passage) < 12  # (no character costs under a third of a token)
+        if (passage.startswith("#") or short) and "\n" not in passage:
             carried = passage  # a heading, a dateline: said with what follows
             continue
         out.append(passage)
@@ -102,9 +106,14 @@ def _is_header(lines: list[str]) -> bool:
     return len(lines) >= 2 and lines[1].startswith("|") and set(lines[1]) <= set("|-: ")
 
 
-def pick(sources: list[Source], chunks: list[Chunk], order: list[int], budget: int) -> list[int]:
+def pick(
+    sources: list[Source], chunks: list[Chunk], order: list[int], budget: int, unmatched: int | None = None
+) -> list[int]:
     """Passages in ``order`` (best first) within ``budget`` tokens: first the
-    best of each page, so every page read has its say, then the rest."""
+    best of each page, so every page read has its say, then the rest. With
+    ``unmatched``, the passages of ``order`` from that position on (they
+    share no word with the step) fill at most ``UNMATCHED_SHARE`` of the
+    budget beyond each page's first."""
     first: list[int] = []
     seen: set[int] = set()
     for i in order:
@@ -112,12 +121,19 @@ def pick(sources: list[Source], chunks: list[Chunk], order: list[int], budget: i
             seen.add(chunks[i].page)
             first.append(i)
     taken = set(first)
-    chosen, used = [], 0
+    filler = set(order[unmatched:]) if unmatched is not None else set()
+    room = int(budget * UNMATCHED_SHARE)
+    chosen, used, spare = [], 0, 0
     for i in first + [i for i in order if i not in taken]:
+        if budget - used < MIN_PASSAGE:
+            break  # (nothing more fits)
+        if i in filler and i not in taken and spare >= room:
+            continue
         cost = tokens.count(render(sources[chunks[i].page], chunks[i].text)) + 2
-        if used + cost <= budget:
+        if used + cost <= budget and (i not in filler or i in taken or spare + cost <= room):
             chosen.append(i)
             used += cost
+            spare += cost if i in filler and i not in taken else 0
     return chosen
 
 
@@ -146,10 +162,11 @@ def evidence_set(request: GatherRequest, sources: list[Source]) -> Ranked:
     if not chunks:
         return Ranked("", [], 0)
     order = [i for _, i in reading.Index([c.text for c in chunks]).scores(request.focus)]
-    found = ""
+    found, matched = "", None
     if not order:  # nothing matches the step's words: each page's start
         order = sorted(range(len(chunks)), key=lambda i: (chunks[i].at, chunks[i].page))
     else:
+        matched = len(order)  # then the passages that match nothing, a little of them (pick)
         whole = "\n".join(s.text[:MAX_PAGE_CHARS] for s in sources)
         found = leads.lead(request.queries, request.focus, [chunks[i].text for i in order[: leads.BEST]], whole)
         ranked = set(order)
@@ -158,7 +175,7 @@ def evidence_set(request: GatherRequest, sources: list[Source]) -> Ranked:
         )
     queries = "; ".join(f'"{q}"' for q in request.queries) or "the step"
     header = render_prompt("evidence", {"queries": queries, "pages": str(len([s for s in sources if s.url]))})
-    chosen = pick(sources, chunks, order, request.budget - tokens.count(header))
+    chosen = pick(sources, chunks, order, request.budget - tokens.count(header), matched)
     pages = {chunks[i].page for i in chosen}
     cited = [Citation(title=s.title, url=s.url) for n, s in enumerate(sources) if n in pages and s.url]
     return Ranked(f"{header.strip()}\n\n{arrange(sources, chunks, chosen, order)}", cited, len(chosen), found)
@@ -224,6 +241,10 @@ def conversation_reads(history: str) -> tuple[list[tuple[str, str, str]], str, b
 class EvidenceActivities:
     def __init__(self, blobs: BlobStore) -> None:
         self.blobs = blobs
+        # The pages' texts, their passages and index, for a few steps at a time:
+        # the work is Python under the GIL, so more at once would only hold more
+        # of them in memory, not finish sooner.
+        self.reading = asyncio.Semaphore(READING_AT_ONCE)
 
     async def _sources(self, pages: list[EvidencePage], local: str) -> list[Source]:
         unique = list({p.url: p for p in pages}.values())
@@ -233,8 +254,10 @@ class EvidenceActivities:
 
     @activity.defn(name="rank_evidence")
     async def rank_evidence(self, request: GatherRequest) -> EvidenceSet:
-        sources = await self._sources(request.pages, request.local)
-        ranked = await asyncio.to_thread(evidence_set, request, sources)
+        async with self.reading:
+            sources = await self._sources(request.pages, request.local)
+            ranked = await asyncio.to_thread(evidence_set, request, sources)
+            del sources
         if not ranked.passages:
             return EvidenceSet()
         return EvidenceSet(
@@ -248,14 +271,17 @@ class EvidenceActivities:
     @activity.defn(name="support_findings")
     async def support_findings(self, request: SupportRequest) -> Support:
         pages, local, searched = list(request.pages), request.local, False
-        if request.history:
-            read, more, searched = conversation_reads(await self.blobs.get(request.history))
-            pages += [EvidencePage(url=u, title=t, blob=b) for u, t, b in read[-MAX_AGENT_PAGES:]]
-            local = "\n\n".join(x for x in (local, more) if x)
-        sources = await self._sources(pages, local)
-        findings, text, count = await asyncio.to_thread(support_of, request, sources)
+        async with self.reading:
+            if request.history:
+                read, more, searched = conversation_reads(await self.blobs.get(request.history))
+                pages += [EvidencePage(url=u, title=t, blob=b) for u, t, b in read[-MAX_AGENT_PAGES:]]
+                local = "\n\n".join(x for x in (local, more) if x)
+            sources = await self._sources(pages, local)
+            findings, text, count = await asyncio.to_thread(support_of, request, sources)
+            read = len(sources)
+            del sources
         blob = await self.blobs.put(text) if count else None
-        return Support(findings=findings, blob=blob, read=len(sources), searched=searched, passages=count)
+        return Support(findings=findings, blob=blob, read=read, searched=searched, passages=count)
 
     @activity.defn(name="evidence_text")
     async def evidence_text(self, ref: str) -> str:

@@ -23,7 +23,7 @@ import openai
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import context, cut_replies, model_endpoint, overflow, reading, text_tools, tokens
+from activities import context, cut_replies, model_endpoint, overflow, shown, text_tools, tokens
 from activities.heartbeat import heartbeating
 from activities.llm_stream import BrokenStream, Completion, Looping, Silence, ToolStreamRefused
 from activities.model_endpoint import ModelEndpoint
@@ -149,29 +149,6 @@ class ModelActivities:
         self.api = ModelEndpoint(settings)  # what the endpoint accepts, learned per worker
         self.client = self.api.client
 
-    def _api_message(
-        self, message: Message, blobs: dict[str, str], share: int, hints: str, room: int
-    ) -> dict[str, Any]:
-        content = message.content
-        if message.blob:
-            body = blobs[message.blob]
-            if message.role == "tool":  # long pages: what fits, where it is, how to read on
-                body = reading.view(
-                    body, share, source=message.source or "", part=message.part, query=message.query, hints=hints
-                )
-            elif message.budget:  # an evidence set: its passages most relevant to the request
-                body = reading.excerpt(body, min(message.budget, room), hints)
-            content += body
-        out: dict[str, Any] = {"role": message.role, "content": content}
-        if message.tool_calls:
-            out["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                for c in message.tool_calls
-            ]
-        if message.tool_call_id:
-            out["tool_call_id"] = message.tool_call_id
-        return out
-
     async def build_request(
         self, request: ModelRequest, window: int | None = None, as_text: bool = False
     ) -> tuple[dict[str, Any], list[Message]]:
@@ -182,21 +159,22 @@ class ModelActivities:
         conversation = [Message.model_validate(m) for m in earlier] + request.messages
         refs = sorted({m.blob for m in conversation if m.blob})  # tool outputs, crawled pages
         blobs = dict(zip(refs, await asyncio.gather(*(self.blobs.get(ref) for ref in refs))))
-        role = request.serving_role
         window = window or self.window(request)
+        # Cutting long pages and counting tokens: off the event loop, which every run's calls share.
+        return await asyncio.to_thread(self._shape, request, conversation, blobs, window, as_text)
+
+    def _shape(
+        self, request: ModelRequest, conversation: list[Message], blobs: dict[str, str], window: int, as_text: bool
+    ) -> tuple[dict[str, Any], list[Message]]:
+        role = request.serving_role
         tools = [self.tools[name] for name in request.tools if name in self.tools] + request.extra_tools
         # Room for the answer and for the tool schemas, which count too.
         budget = window - min(8_192, window // 4) - context.tools_tokens(tools)
         system = {"role": "system", "content": render_prompt(request.prompt, request.variables)}
         share = budget // 4  # of the request, for one tool output; at most what one page is worth
         share = min(share, request.evidence_tokens) if request.evidence_tokens else share
-        hints = _reading_hints(conversation)
-        messages = [system] + [self._api_message(m, blobs, share, hints, budget // 2) for m in conversation]
-        shown_in_part = any(
-            m.blob and len(out["content"]) < len(m.content) + len(blobs[m.blob])
-            for m, out in zip(conversation, messages[1:])
-        )
-        if not shown_in_part:  # the reading tools only when there is something to read on
+        messages = [system] + shown.messages(conversation, blobs, share, budget)
+        if not shown.read_on(conversation, blobs, share, budget // 2):  # the reading tools only when needed
             tools = [t for t in tools if t["function"]["name"] not in READER_TOOLS]
         native = self.settings.tool_calling == "native" and not as_text
         if not native:  # describe the tools in the prompt instead
@@ -430,21 +408,6 @@ def _bounded(err: ApplicationError, backoff: timedelta | None = None) -> Applica
     message = f"{err.message} (after {attempt} attempts)" if last else err.message
     delay = backoff * attempt if backoff and not last else None
     return ApplicationError(message, *err.details, type=err.type, non_retryable=last, next_retry_delay=delay)
-
-
-def _reading_hints(conversation: list[Message]) -> str:
-    """What a long page is read for: the task (the first user message) and the
-    queries the model searched with."""
-    task = next((m.content for m in conversation if m.role == "user"), "")
-    queries = []
-    for message in conversation:
-        for call in message.tool_calls:
-            if call.name in ("web_search", "local_search", "find_in_page"):
-                try:
-                    queries.append(str(json.loads(call.arguments).get("query") or ""))
-                except (ValueError, AttributeError):
-                    pass
-    return task[:4000] + "\n" + "\n".join(queries)
 
 
 def tool_calls(raw: Any) -> list[ToolCall]:

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+from collections import Counter, defaultdict
+from functools import lru_cache
 
 from activities import tokens
+from activities.seen import Seen
 
 PASSAGE_TOKENS = 250  # a passage: about a paragraph
 _GAP = "\n\n…\n\n"  # between passages that are not next to each other
@@ -72,11 +74,12 @@ class Index:
         self.docs = [Counter(terms(chunk)) for chunk in chunks]
         self.lengths = [sum(d.values()) or 1 for d in self.docs]
         self.average = sum(self.lengths) / len(self.docs) if self.docs else 1.0
-        self.frequency: Counter[str] = Counter(term for d in self.docs for term in d)
-        self.postings: dict[str, list[int]] = {}  # term -> the passages holding it
+        postings: defaultdict[str, list[int]] = defaultdict(list)  # term -> the passages holding it
         for i, doc in enumerate(self.docs):
             for term in doc:
-                self.postings.setdefault(term, []).append(i)
+                postings[term].append(i)
+        self.postings = dict(postings)
+        self.frequency: Counter[str] = Counter({term: len(held) for term, held in self.postings.items()})
         self.k1, self.b = k1, b
 
     def scores(self, query: str, max_terms: int | None = None) -> list[tuple[float, int]]:
@@ -121,6 +124,16 @@ class Page:
         self.chunks = passages(text, max(40, min(PASSAGE_TOKENS, self.share // 5)))
         self.cost = [tokens.count(chunk) + 2 for chunk in self.chunks]
         self.parts = self._group(int(self.share * 0.8))
+        self._index: Index | None = None
+
+    def rank(self, query: str) -> list[int]:
+        """Indexes of the passages by BM25 relevance to ``query`` (the index
+        built once per page)."""
+        if not self.chunks or not terms(query):
+            return []
+        if self._index is None:
+            self._index = Index(self.chunks)
+        return [i for _, i in self._index.scores(query)]
 
     def _group(self, room: int) -> list[list[int]]:
         groups: list[list[int]] = [[]]
@@ -147,6 +160,18 @@ class Page:
         return sorted(chosen)
 
 
+@lru_cache(maxsize=16)
+def cut(text: str, share: int) -> Page:
+    """``Page(text, share)``, kept for the next request: a conversation shows
+    the same pages again every turn (at most 16 pages, a few MB)."""
+    return Page(text, share)
+
+
+def fits(text: str, share: int) -> bool:
+    """Whether ``text`` is shown whole to a reader with ``share`` tokens."""
+    return tokens.count(text) <= max(share, 200)
+
+
 def view(
     text: str,
     share: int,
@@ -155,39 +180,89 @@ def view(
     part: int | None = None,
     query: str | None = None,
     hints: str = "",
+    seen: Seen | None = None,
 ) -> str:
     """What of ``text`` to show in ``share`` tokens: all of it if it fits;
     else part ``part``; else the passages matching ``query``; else its start
-    and the passages matching ``hints`` (the step and the queries)."""
-    if part is None and query is None and tokens.count(text) <= max(share, 200):
-        return text
-    page = Page(text, share)
+    and the passages matching ``hints`` (the step and the queries). Passages
+    ``seen`` holds (shown earlier in the conversation) are left out, saying
+    so: a page already read for the step costs a note, not its passages again."""
+    if part is None and query is None and fits(text, share):
+        return text if not seen else _unseen_whole(text, share, source, seen)
+    page = cut(text, share)
+    shown = {i for i, chunk in enumerate(page.chunks) if seen and seen.holds(chunk)}
     count = len(page.parts)
     where = f" of {source}" if source else ""
     how = f'read_page(url="{source}", part=N)' if source else "read_page(url=…, part=N)"
+    find = f'find_in_page(url="{source}", query="…")' if source else "find_in_page(url=…, query=…)"
     if part is not None:
-        number = min(max(part, 1), count)
-        more = f" Next: {how.replace('N', str(number + 1))}." if number < count else " This is the last part."
-        return f"[Part {number} of {count}{where}.{more}]\n\n{page.text(page.parts[number - 1])}"
+        return _part(page, part, shown, where, how)
     if query is not None:
-        chosen = page.best(rank(page.chunks, query), page.share - 60)
-        if not chosen:
+        ranked = page.rank(query)
+        chosen = page.best([i for i in ranked if i not in shown], page.share - 60)
+        if not chosen and not ranked:
             return f"[Nothing{where} matches {query!r}; its {count} parts can be read with {how}.]"
-        header = f"[Passages{where} matching {query!r}, in page order; {count} parts in all, read with {how}.]"
+        if not chosen:
+            return f"[The passages{where} matching {query!r} are already shown above; its {count} parts: {how}.]"
+        left = " (those already shown above left out)" if shown & set(ranked) else ""
+        header = f"[Passages{where} matching {query!r}{left}, in page order; {count} parts in all, read with {how}.]"
         return f"{header}\n\n{page.text(chosen, gap=_GAP)}"
+    if shown:
+        return _already_read(page, shown, hints, where, how, find)
     head, used = [], 0
     for i, cost in enumerate(page.cost):  # the start: up to 40% of the share
         if used + cost > page.share * 0.4 and head:
             break
         head.append(i)
         used += cost
-    chosen = page.best(rank(page.chunks, hints), page.share - used - 80, skip=len(head))
-    find = f'find_in_page(url="{source}", query="…")' if source else "find_in_page(url=…, query=…)"
-    shown = f"[This{where} is long: {count} parts. Shown: its start, then the passages most relevant to your step."
-    shown += f" Read more with {how}, or search it with {find}.]\n\n{page.text(head)}"
+    chosen = page.best(page.rank(hints), page.share - used - 80, skip=len(head))
+    text = f"[This{where} is long: {count} parts. Shown: its start, then the passages most relevant to your step."
+    text += f" Read more with {how}, or search it with {find}.]\n\n{page.text(head)}"
     if chosen:
-        shown += f"\n\n[… most relevant further passages, in page order …]\n\n{page.text(chosen, gap=_GAP)}"
-    return shown
+        text += f"\n\n[… most relevant further passages, in page order …]\n\n{page.text(chosen, gap=_GAP)}"
+    return text
+
+
+def _unseen_whole(text: str, share: int, source: str, seen: Seen) -> str:
+    """A text that fits, without the passages already shown."""
+    chunks = cut(text, share).chunks
+    new = [c for c in chunks if not seen.holds(c)]
+    if len(new) == len(chunks):
+        return text
+    what = source or "this output"
+    if not new:
+        return f"[All of {what} is already shown above (your evidence or an earlier answer): nothing new in it.]"
+    left = len(chunks) - len(new)
+    return f"[{left} passage(s) of {what} already shown above are left out.]\n\n" + "\n\n".join(new)
+
+
+def _part(page: Page, part: int, shown: set[int], where: str, how: str) -> str:
+    count = len(page.parts)
+    number = min(max(part, 1), count)
+    more = f" Next: {how.replace('N', str(number + 1))}." if number < count else " This is the last part."
+    indexes = page.parts[number - 1]
+    new = [i for i in indexes if i not in shown]
+    left = (
+        f" {len(indexes) - len(new)} passage(s) of it already shown above are left out."
+        if len(new) < len(indexes)
+        else ""
+    )
+    body = page.text(new) if new else "(all of this part is already shown above)"
+    return f"[Part {number} of {count}{where}.{more}{left}]\n\n{body}"
+
+
+def _already_read(page: Page, shown: set[int], hints: str, where: str, how: str, find: str) -> str:
+    """A long page some of whose passages were shown already (read for the
+    step, or crawled before): a note on how to read on, and only its most
+    relevant passages not shown yet, within a quarter of the share."""
+    note = (
+        f"[This page{where} was read already: {len(shown)} of its passages are shown above (your evidence or an "
+        f"earlier answer). It is long: {len(page.parts)} parts. Read more with {how}, or search it with {find}.]"
+    )
+    chosen = page.best([i for i in page.rank(hints) if i not in shown], page.share // 4)
+    if not chosen:
+        return note
+    return f"{note}\n\n[… its most relevant passages not shown yet, in page order …]\n\n{page.text(chosen, gap=_GAP)}"
 
 
 def parts(text: str, share: int) -> list[str]:
@@ -196,14 +271,22 @@ def parts(text: str, share: int) -> list[str]:
     return [page.text(group) for group in page.parts]
 
 
-def excerpt(text: str, share: int, hints: str = "") -> str:
+def excerpt(text: str, share: int, hints: str = "", seen: Seen | None = None) -> str:
     """``text`` (passages set apart by blank lines, e.g. an evidence set) in
     ``share`` tokens: all of it if it fits, else the passages most relevant
     to ``hints`` (the rest in their order when nothing matches), kept in
     their order, with a note saying how many were left out. For a reader
-    that has no tools to read on with."""
+    that has no tools to read on with. Passages ``seen`` holds (shown
+    earlier in the conversation) are left out, saying so."""
+    repeated = 0
+    if seen:
+        chunks = [c.strip() for c in re.split(r"\n\s*\n", text) if c.strip()]
+        new = [c for c in chunks if not seen.holds(c)]
+        repeated = len(chunks) - len(new)
+        text = "\n\n".join(new) if repeated else text
+    said = f"\n\n[{repeated} passage(s) already shown above are left out.]" if repeated else ""
     if tokens.count(text) <= max(share, 100):
-        return text
+        return text + said
     chunks = [c.strip() for c in re.split(r"\n\s*\n", text) if c.strip()]
     cost = [tokens.count(c) + 2 for c in chunks]
     order = rank(chunks, hints)
@@ -216,4 +299,4 @@ def excerpt(text: str, share: int, hints: str = "") -> str:
             used += cost[i]
     left = len(chunks) - len(chosen)
     note = f"\n\n[{left} more passage(s) left out to fit the context window.]" if left else ""
-    return "\n\n".join(chunks[i] for i in sorted(chosen)) + note
+    return "\n\n".join(chunks[i] for i in sorted(chosen)) + note + said
