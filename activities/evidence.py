@@ -17,7 +17,10 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 from temporalio import activity
 
@@ -39,10 +42,13 @@ PASSAGE_TOKENS = 220  # a passage of evidence, before its link
 MAX_PAGE_CHARS = 2_000_000  # of one page's text looked at
 MAX_SHOWN = 60_000  # characters of passages put into a report the workflow writes
 MAX_AGENT_PAGES = 12  # pages an agent read itself that its findings are traced to (its last ones)
-UNMATCHED_SHARE = 1 / 6  # of a step's evidence budget, for passages that share no word with the step
+UNMATCHED_SHARE = 1 / 10  # of a step's evidence budget, for passages that share no word with the step
 MIN_PASSAGE = 12  # tokens: a budget with less room left takes no more passages
 READING_AT_ONCE = 2  # ranking and tracing activities at work at once per worker
+# Their threads, not behind the crawls' page conversions in the default pool.
+READING = ThreadPoolExecutor(max_workers=READING_AT_ONCE, thread_name_prefix="evidence")
 LOCAL_TITLE = "Local documents"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -238,6 +244,10 @@ def conversation_reads(history: str) -> tuple[list[tuple[str, str, str]], str, b
     return pages, "\n\n".join(local), searched
 
 
+async def _off_loop(fn: Callable[..., T], *args: object) -> T:
+    return await asyncio.get_running_loop().run_in_executor(READING, fn, *args)
+
+
 class EvidenceActivities:
     def __init__(self, blobs: BlobStore) -> None:
         self.blobs = blobs
@@ -256,7 +266,7 @@ class EvidenceActivities:
     async def rank_evidence(self, request: GatherRequest) -> EvidenceSet:
         async with self.reading:
             sources = await self._sources(request.pages, request.local)
-            ranked = await asyncio.to_thread(evidence_set, request, sources)
+            ranked = await _off_loop(evidence_set, request, sources)
             del sources
         if not ranked.passages:
             return EvidenceSet()
@@ -277,7 +287,7 @@ class EvidenceActivities:
                 pages += [EvidencePage(url=u, title=t, blob=b) for u, t, b in read[-MAX_AGENT_PAGES:]]
                 local = "\n\n".join(x for x in (local, more) if x)
             sources = await self._sources(pages, local)
-            findings, text, count = await asyncio.to_thread(support_of, request, sources)
+            findings, text, count = await _off_loop(support_of, request, sources)
             read = len(sources)
             del sources
         blob = await self.blobs.put(text) if count else None

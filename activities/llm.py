@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from functools import cache
 from importlib import resources
@@ -79,6 +80,8 @@ OVERFLOW_RETRIES = 3  # refits after the provider says the request exceeds its w
 BOUNDED_ATTEMPTS = BOUNDED_MODEL_ATTEMPTS
 TIMEOUT_BACKOFF = timedelta(seconds=10)  # times the attempt: a busy server finishes what it was writing
 
+
+SHAPING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="model-request")  # requests built at once
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
 _KEY_LIKE = re.compile(r"\b(sk|tvly|e2b)-[A-Za-z0-9_\-]{6,}")
@@ -160,8 +163,11 @@ class ModelActivities:
         refs = sorted({m.blob for m in conversation if m.blob})  # tool outputs, crawled pages
         blobs = dict(zip(refs, await asyncio.gather(*(self.blobs.get(ref) for ref in refs))))
         window = window or self.window(request)
-        # Cutting long pages and counting tokens: off the event loop, which every run's calls share.
-        return await asyncio.to_thread(self._shape, request, conversation, blobs, window, as_text)
+        # Cutting long pages and counting tokens: off the event loop, which every run's calls share,
+        # in threads of its own (not behind the crawls' page conversions in the default pool).
+        return await asyncio.get_running_loop().run_in_executor(
+            SHAPING, self._shape, request, conversation, blobs, window, as_text
+        )
 
     def _shape(
         self, request: ModelRequest, conversation: list[Message], blobs: dict[str, str], window: int, as_text: bool
@@ -219,7 +225,8 @@ class ModelActivities:
         window, learned = self.window(request), None
         as_text = not self.api.native_tools
         for attempt in range(OVERFLOW_RETRIES + 2):  # (+1: a tool call asked again as text)
-            kwargs, conversation = await self.build_request(request, window, as_text)
+            async with heartbeating():  # (cutting long pages may wait for a thread)
+                kwargs, conversation = await self.build_request(request, window, as_text)
             if headers:
                 kwargs["extra_headers"] = headers
             try:

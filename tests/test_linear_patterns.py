@@ -226,6 +226,7 @@ SCANNED = [
     "workflows.evidence",
     "activities.evidence",
     "activities.leads",
+    "activities.seen",
     "client.demo.reading",
     "workflows.clean",
     "workflows.echoes",
