@@ -21,12 +21,13 @@ import sys
 import time
 from pathlib import Path
 
-from bench.benchmarks import bench_cli, bench_concurrent, bench_history, bench_overhead, bench_parallel
+from bench.benchmarks import bench_cli, bench_history, bench_overhead, bench_parallel
+from bench.concurrent import bench_concurrent
 from bench.fleet import FLEET_RUNS, bench_fleet
 from bench.harness import BenchEnv
 from bench.recheck import bench_recheck
 from bench.retrieval import bench_retrieval
-from bench.tokens import TOKENS_BASELINE, bench_tokens
+from bench.tokens import bench_tokens
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TITLES = {
@@ -50,7 +51,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--cli-repeats", type=int, help="timed runs of each command in benchmark 5 (default 7)")
     parser.add_argument("--concurrent", type=int, default=50, help="runs started at once in benchmark 3")
     parser.add_argument(
-        "--baseline", default=TOKENS_BASELINE, help=f"commit benchmark 6 compares with (default {TOKENS_BASELINE})"
+        "--before",
+        metavar="REV",
+        help="benchmarks 1, 3 and 6 also run a worker of commit REV (a git worktree), beside this checkout's",
+    )
+    parser.add_argument("--long-pages", action="store_true", help="benchmark 3: pages of 150 KB (default: 3 KB)")
+    parser.add_argument(
+        "--pages-per-search", type=int, default=1, metavar="N", help="benchmark 3: pages each search finds (default 1)"
     )
     parser.add_argument(
         "--fleet-runs", type=int, default=FLEET_RUNS, help=f"runs started at once in benchmark 8 (default {FLEET_RUNS})"
@@ -83,15 +90,15 @@ async def run(args: argparse.Namespace) -> dict:
             print(f"[{number}] {TITLES[number]} ...", file=sys.stderr, flush=True)
             begin = time.perf_counter()
             if number == "1":
-                out = await bench_parallel(env, runs1)
+                out = await bench_parallel(env, runs1, args.before)
             elif number == "2":
                 out = await bench_overhead(env, runs2)
             elif number == "3":
-                out = await bench_concurrent(env, args.concurrent)
+                out = await bench_concurrent(env, args.concurrent, args.before, args.long_pages, args.pages_per_search)
             elif number == "5":
                 out = await bench_cli(env, repeats5)
             elif number == "6":
-                out = await bench_tokens(env, args.baseline)
+                out = await bench_tokens(env, args.before)
             elif number == "7":
                 out = await bench_recheck(env)
             elif number == "8":

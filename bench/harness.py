@@ -79,6 +79,7 @@ class BenchEnv:
         self.llm = ScriptedLLM(self.script)
         self.tavily = ScriptedTavily(self.script.search)
         self.client: Client | None = None
+        self.page_size = 3_000  # characters of each canonical page (bench.script.SHORT_PAGE)
 
     async def __aenter__(self) -> BenchEnv:
         try:
@@ -136,7 +137,7 @@ class BenchEnv:
         self.script.code_seconds = latency.code
         self.llm.latency = latency.model
         self.tavily.latency = latency.search
-        add_canonical_pages(self.pages, latency.crawl)
+        add_canonical_pages(self.pages, latency.crawl, self.page_size, self.script.results)
 
     def loop(self, latency: Latency) -> list[str]:
         from bench.script import add_loop_pages
@@ -148,6 +149,33 @@ class BenchEnv:
         return self.script.loop_paths
 
     # -- workers ----------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def checkout(self, rev: str) -> AsyncIterator[Path]:
+        """A git worktree of commit ``rev`` in the temp dir, for a worker of
+        that commit (``worker_process(checkout=...)``): "before" beside "after"."""
+        tree = self.root / f"checkout-{len(list(self.root.glob('checkout-*')))}"
+        git = ["git", "-C", str(REPO)]
+        await asyncio.to_thread(
+            subprocess.run, [*git, "worktree", "add", "--detach", str(tree), rev], check=True, capture_output=True
+        )
+        try:
+            yield tree
+        finally:
+            await asyncio.to_thread(
+                subprocess.run, [*git, "worktree", "remove", "--force", str(tree)], capture_output=True
+            )
+
+    @contextlib.asynccontextmanager
+    async def any_worker(self, task_queue: str, checkout: Path | None = None) -> AsyncIterator[int | None]:
+        """This checkout's worker in this process, or a checkout's worker
+        process (its pid)."""
+        if checkout is None:
+            async with self.worker(task_queue):
+                yield None
+        else:
+            async with self.worker_process(task_queue, checkout=checkout) as pid:
+                yield pid
 
     @contextlib.asynccontextmanager
     async def worker(self, task_queue: str, **options) -> AsyncIterator[None]:

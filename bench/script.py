@@ -3,13 +3,16 @@
 Two shapes of run:
 
 - the *canonical* run: coordinator hands off; the planner makes 3 research
-  steps and 1 processing step; every researcher searches twice, crawls its
-  own page once and answers (4 model calls, 2 searches, 1 crawl, in series)
-  — or, given its page's passages with its task (the evidence the workflow
-  gathers before the first turn: one search and one crawl), searches once
-  more and answers (2 model calls, 1 search); the coder runs one cell
-  (which sleeps ``code_seconds``) and answers; the reporter quotes the
-  findings.
+  steps and 1 processing step; every research step reads its page itself
+  (the evidence the workflow gathers: one search, one crawl), beside its
+  researcher's first turn; the researcher searches once and answers from
+  the step's passages (2 model calls, 1 search) — or, when they have not
+  come by then (no simulated latency), crawls the page its search found
+  and answers (3 model calls); with ``reads``, it crawls that page anyway
+  (as DeerFlow's researcher does); with ``uses_evidence`` off, it searches
+  twice, crawls its page and answers (4 model calls) as if it had been
+  given nothing. The coder runs one cell (which sleeps ``code_seconds``)
+  and answers; the reporter quotes the findings.
 - the *loop* run: one research step whose researcher crawls one of 20 large
   pages per turn, carrying the ``FACT:`` lines it has read forward in its
   own assistant message, and answers with all of them after the last page.
@@ -48,6 +51,12 @@ def _calls(request: dict, name: str) -> int:
         for c in m.get("tool_calls") or []
         if c["function"]["name"] == name
     )
+
+
+def user_texts(request: dict) -> list[str]:
+    """The user messages: the task (with the step's passages when they came
+    first) and any passages the workflow gave later."""
+    return [m.get("content") or "" for m in request.get("messages", []) if m.get("role") == "user"]
 
 
 def facts_in(request: dict) -> list[str]:
@@ -93,11 +102,18 @@ def _filler(seed: int, size: int) -> list[str]:
 SHORT_PAGE = 3_000  # characters of a canonical page; long pages: 150 KB, the fact 60 % in
 
 
-def add_canonical_pages(pages: PageServer, delay: float, size: int = SHORT_PAGE) -> None:
+def add_canonical_pages(pages: PageServer, delay: float, size: int = SHORT_PAGE, results: int = 1) -> None:
+    """Each research step's page (its fact near the start of a short page,
+    60 % into a long one), and ``results`` - 1 more pages of prose a search
+    for the step also finds (``/stepN-2``…)."""
     for step in range(1, RESEARCH_STEPS + 1):
         body = _filler(step, size)
         body.insert(2 if size <= SHORT_PAGE else int(len(body) * 0.6), canonical_fact(step) + ".")
         pages.add(f"/step{step}", article(f"Aldous index, part {step}", body), delay=delay)
+        for k in range(2, results + 1):
+            pages.add(
+                f"/step{step}-{k}", article(f"Aldous notes {step}.{k}", _filler(10 * step + k, size)), delay=delay
+            )
 
 
 def add_loop_pages(pages: PageServer, delay: float) -> list[str]:
@@ -135,20 +151,25 @@ class BenchScript:
         self.code_seconds = code_seconds
         self.loop_paths: list[str] = []
         self.uses_evidence = True  # False: a researcher that searches and crawls as if it had been given nothing
+        self.reads = False  # True: it also crawls the page its search found (as DeerFlow's researcher does)
+        self.results = 1  # pages a search finds: the step's page, then pages of prose (add_canonical_pages)
 
     # -- search results: each research step has its own page -----------------
 
     def search(self, query: str, max_results: int) -> list[dict]:
         found = re.search(r"step (\d+)", query)
         step = found.group(1) if found else "1"
-        return [
-            {
-                "title": f"Aldous index, part {step}",
-                "url": self.pages.url(f"/step{step}"),
-                "content": f"Search result for {query}.",
-                "score": 0.9,
-            }
+        first = {
+            "title": f"Aldous index, part {step}",
+            "url": self.pages.url(f"/step{step}"),
+            "content": f"Search result for {query}.",
+            "score": 0.9,
+        }
+        more = [
+            first | {"title": f"Aldous notes {step}.{k}", "url": self.pages.url(f"/step{step}-{k}"), "score": 0.5}
+            for k in range(2, self.results + 1)
         ]
+        return [first, *more][:max_results]
 
     # -- the model -------------------------------------------------------------
 
@@ -172,18 +193,24 @@ class BenchScript:
         if self.mode == "loop":
             return self._loop_researcher(request)
         searches = _calls(request, "web_search")
-        if self.uses_evidence and canonical_fact(step) in first_user(request):  # its page's passages came with it
+        if self.uses_evidence:  # it searches once, then writes from the step's passages when it has them
             if searches < 1:
                 return Reply(tool_calls=[("web_search", {"query": f"Aldous index step {step} part 2"})])
+            given = canonical_fact(step) in "\n".join(user_texts(request))
+            if (self.reads or not given) and not has_tool_result(request, "crawl"):
+                return Reply(tool_calls=[("crawl", {"url": self._found(request, step)})])  # the page it found
             return self._findings(request)
         if searches < 2:
             query = f"Aldous index step {step} part {searches + 1}"
             return Reply(tool_calls=[("web_search", {"query": query})])
         if not has_tool_result(request, "crawl"):
-            text = "\n".join(m.get("content") or "" for m in tool_messages(request))
-            url = re.search(r"URL: (\S+)", text)
-            return Reply(tool_calls=[("crawl", {"url": url.group(1) if url else self.pages.url(f"/step{step}")})])
+            return Reply(tool_calls=[("crawl", {"url": self._found(request, step)})])
         return self._findings(request)
+
+    def _found(self, request: dict, step: int) -> str:
+        """The first page its searches found."""
+        url = re.search(r"URL: (\S+)", "\n".join(m.get("content") or "" for m in tool_messages(request)))
+        return url.group(1) if url else self.pages.url(f"/step{step}")
 
     def _loop_researcher(self, request: dict) -> Reply | str:
         crawled = _calls(request, "crawl")
@@ -196,9 +223,8 @@ class BenchScript:
 
     def _findings(self, request: dict) -> str:
         text = "\n".join(m.get("content") or "" for m in tool_messages(request))
-        urls = sorted(
-            set(re.findall(r"URL: (\S+)", text)) | set(re.findall(r"\]\((http[^)\s]+)\)", first_user(request)))
-        )
+        given = "\n".join(user_texts(request))
+        urls = sorted(set(re.findall(r"URL: (\S+)", text)) | set(re.findall(r"\]\((http[^)\s]+)\)", given)))
         return (
             "## Findings\n"
             + "\n".join(f"- {f}" for f in facts_in(request))
