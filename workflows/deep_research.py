@@ -158,6 +158,7 @@ class DeepResearch:
                 return self.finish("rejected", decision.text)
             s.topic = decision.topic
             s.locale = r.locale or decision.locale or s.locale
+            self.team.tools_ahead()  # no step's first turn waits for the agents' MCP tools
 
             # 1b. Building on an earlier run: what it found, and its sources;
             # 1c. re-checked, whatever a model will say (nothing changed: its report stands).

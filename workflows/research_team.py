@@ -56,6 +56,14 @@ class ResearchTeam:
         self.limit = asyncio.Semaphore(box.request.max_parallel_steps)
         self.ahead = Ahead()  # evidence gathered while the plan waits for review
         self.gather_first = False  # the model answered before it saw its passages: later steps wait for them
+        self.listing: list[asyncio.Task[list[dict]]] = []  # the agents' MCP tools, listed ahead
+
+    def tools_ahead(self) -> None:
+        """List the agents' MCP tools now, while the run investigates and
+        plans (a first turn needs them), instead of before each role's first turn."""
+        if workflow.patched("mcp-tools-ahead"):
+            for role in ("researcher", "coder"):
+                self.listing.append(asyncio.create_task(self.box.calls.mcp_tools(role)))
 
     def gather_ahead(self, plan: Plan) -> None:
         """While ``plan`` waits for its review, its research steps gather
