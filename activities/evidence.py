@@ -24,6 +24,7 @@ from temporalio import activity
 from activities import leads, reading, tokens
 from activities.claims import claim_lines, holds, states_something
 from activities.llm import render_prompt
+from activities.support import support_of as statement_support
 from infra.blobs import BlobStore
 from workflows.evidence_models import (
     EvidenceJoin,
@@ -34,6 +35,7 @@ from workflows.evidence_models import (
     SupportRequest,
 )
 from workflows.models import Citation
+from workflows.support_models import SupportCounts
 
 PASSAGE_TOKENS = 220  # a passage of evidence, before its link
 MAX_PAGE_CHARS = 2_000_000  # of one page's text looked at
@@ -255,7 +257,10 @@ class EvidenceActivities:
         sources = await self._sources(pages, local)
         findings, text, count = await asyncio.to_thread(support_of, request, sources)
         blob = await self.blobs.put(text) if count else None
-        return Support(findings=findings, blob=blob, read=len(sources), searched=searched, passages=count)
+        traced = await asyncio.to_thread(traced_findings, request, sources)
+        return Support(
+            findings=findings, blob=blob, read=len(sources), searched=searched, passages=count, statements=traced
+        )
 
     @activity.defn(name="evidence_text")
     async def evidence_text(self, ref: str) -> str:
@@ -288,6 +293,13 @@ def support_of(request: SupportRequest, sources: list[Source]) -> tuple[str, str
         said = request.findings.strip()  # a note of the workflow's, e.g. why nothing usable was written
         findings = f"{said}\n\n{NOTHING_WRITTEN}\n\n{short}" if said else f"{NOTHING_WRITTEN}\n\n{short}"
     return findings, passages, len(chosen)
+
+
+def traced_findings(request: SupportRequest, sources: list[Source]) -> SupportCounts | None:
+    """How the findings' statements are supported by every passage the step
+    read (``activities/support.py``); None when they state nothing."""
+    material = "\n\n".join(render(sources[c.page], c.text) for c in chunks_of(sources))
+    return statement_support(request.findings, material, request.focus)[0]
 
 
 NOTHING_WRITTEN = (

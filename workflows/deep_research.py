@@ -383,11 +383,13 @@ class DeepResearch:
     @workflow.query(name="status")
     def status(self) -> RunStatus:
         plan = self.state.plan
+        traced = {e.title: e.statements for e in reversed(self.state.evidence)}  # the latest step of a title
         steps = [
             StepStatus(
                 title=s.title,
                 step_type=s.step_type,
                 status="done" if s.execution_res is not None else "running" if i in self.team.running else "pending",
+                statements=traced.get(s.title),
             )
             for i, s in enumerate(plan.steps if plan else [])
         ]

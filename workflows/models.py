@@ -271,6 +271,8 @@ class StepStatus(Model):
     title: str
     step_type: StepType
     status: Literal["pending", "running", "done"] = "pending"
+    # a finished research step: how its findings' statements are supported by what it read
+    statements: SupportCounts | None = None
 
 
 class RunStatus(Model):

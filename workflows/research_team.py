@@ -136,5 +136,7 @@ class ResearchTeam:
             return outcome.text
         box = self.box
         support = await evidence.support(box, step, outcome.text, outcome.history, gathered, where)
-        box.state.evidence.append(StepEvidence(title=step.title, support=support.blob, read=support.read))
+        box.state.evidence.append(
+            StepEvidence(title=step.title, support=support.blob, read=support.read, statements=support.statements)
+        )
         return support.findings
