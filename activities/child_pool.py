@@ -3,7 +3,7 @@ conversion of HTML pages (``activities/html_text.py``), whose time grows
 faster than the page (trafilatura: 100,000 ``<p>`` take 25 s) and which a
 thread could not stop.
 
-A few children are started on demand and kept for the next jobs (starting
+Children are started on demand and a few kept for the next jobs (starting
 one costs ~0.3 s of CPU, its imports); at most ``size`` work at once, the
 other jobs wait for one. A job that runs past its limit is killed with its
 child (SIGKILL, reaped): nothing of it runs on, and the next job gets a new
@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 MAX_CHILDREN = 4  # children working at once, per pool
+MAX_IDLE = 2  # children kept waiting for the next job (each holds ~60 MB); the others end
 MAX_JOBS = 200  # jobs one child does before a new one replaces it (what a converter keeps in memory)
 ALARM_MARGIN = 2  # seconds past its limit a child stops itself
 START_SECONDS = 60.0  # for a child's imports, however busy the machine
@@ -211,11 +212,12 @@ class ChildPool:
         return child
 
     def _give_back(self, child: _Child) -> None:
-        if child.jobs >= MAX_JOBS:
-            child.end()
-            return
         with self._lock:
-            self._idle.append(child)
+            kept = child.jobs < MAX_JOBS and len(self._idle) < MAX_IDLE
+            if kept:
+                self._idle.append(child)
+        if not kept:
+            child.end()
 
     def close(self) -> None:
         """End the idle children (busy ones end with their job's limit)."""

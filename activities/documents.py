@@ -2,7 +2,9 @@
 shared by the crawler and the local documents. Each converter takes the raw
 bytes, the declared charset and where they came from, and returns the title
 and the markdown; a permanent problem raises ``CrawlRefused`` with a reason
-the model can read."""
+the model can read. HTML and PDF are converted in child processes with a
+time limit (``html_in_child``, ``pdf_in_child``): a thread could not be
+stopped, and their time can grow far faster than the document."""
 
 from __future__ import annotations
 

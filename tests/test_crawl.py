@@ -592,7 +592,7 @@ async def test_36_a_page_too_complex_to_convert_in_time_is_refused_and_nothing_o
     )
     assert our_children() == []  # killed and reaped (no zombie either)
     pages.add("/zebras", article("Zebras", PARAGRAPHS))  # the next page gets a new converter
-    ok = await crawl(crawler, pages.url("/zebras"))
+    ok = await crawl(CrawlActivities(blobs, allow_private=True, timeout=5.0), pages.url("/zebras"))
     assert not ok.error and "4,217 zebras" in (await blobs.get(ok.blob))
 
 
@@ -627,8 +627,11 @@ async def test_36_a_crawl_cancelled_while_its_page_converts_leaves_no_converter_
     assert not (await crawl(crawler, pages.url("/zebras"))).error
     [(converter, _, _)] = our_children()  # idle, waiting for the next page
     task = asyncio.create_task(crawl(crawler, pages.url("/paragraphs")))
-    while not any(pid == converter and state == "R" for pid, state, _ in our_children()):
-        await asyncio.sleep(0.02)  # it works on the page
+    for _ in range(3000):  # until it works on the page
+        if any(pid == converter and state == "R" for pid, state, _ in our_children()) or task.done():
+            break
+        await asyncio.sleep(0.02)
+    assert not task.done()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
