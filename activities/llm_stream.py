@@ -21,8 +21,9 @@ What one answer may hold is bounded before the parser buffers it: one event
 JSON body at most ``MAX_PLAIN_BODY``; past a bound the call fails
 (``TooLarge``, a broken stream) at once, holding no more than the bound. An
 unterminated line once grew a worker by 839 MB in 10 s. An event over
-``BIG_EVENT`` bytes is parsed in a thread (``off_loop``), never on the
-event loop (a 50 MB one held it 1.4 s).
+``BIG_EVENT`` bytes is parsed and assembled in a thread (``off_loop``); the
+JSON parser holds the interpreter lock while it runs, so the bound is what
+keeps the event loop's pause short (a 50 MB event held it 1.4 s).
 """
 
 from __future__ import annotations
