@@ -120,6 +120,9 @@ def build_parser() -> Parser:
         "-o", "--output", type=Path, help="save the report here (default <data dir>/reports/<id>.<format>)"
     )
     demo.add_argument("--format", choices=FORMATS, help="format of the saved report: " + FORMAT_HELP)
+    demo.add_argument(
+        "--pace", type=float, default=0.0, metavar="S", help="each research turn takes S seconds: time to steer it"
+    )
 
     add_run_options(command("start", "start:main", "start a run and print its workflow id"))
 

@@ -12,6 +12,7 @@ JSON API (all under ``/api``):
 | POST /runs/{id}/review | ``{"feedback": …, "plan_version": n}`` through the ``submit_review`` update |
 | POST /runs/{id}/answer | ``{"answer": …}`` through ``answer_clarification`` |
 | POST /runs/{id}/cancel | cancel: the run ends with a partial report |
+| POST /runs/{id}/steer | ``{"note": …, "urls": […]}`` through the ``steer`` update (``steer.py``) |
 | GET  /runs/{id}/report.{md,html,json,pdf,docx} | downloads |
 | POST /runs/{id}/{podcast,slides} | make them; GET downloads them when made |
 
@@ -51,6 +52,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from client.desk.guard import TOKEN_COOKIE, AllowedHosts, Guard
 from client.desk.inputs import InputProblem, run_input
+from client.desk.steer import steer_run
 from client.errors import CliError, failure_message, rejection_reason
 from client.export import report_html, sources_html
 from client.export_child import render_document_async
@@ -125,6 +127,7 @@ def create_app(
         Route("/api/runs/{run_id:path}/review", desk.review, methods=["POST"]),
         Route("/api/runs/{run_id:path}/answer", desk.answer, methods=["POST"]),
         Route("/api/runs/{run_id:path}/cancel", desk.cancel, methods=["POST"]),
+        Route("/api/runs/{run_id:path}/steer", desk.steer, methods=["POST"]),
         Route("/api/runs/{run_id:path}/report.{fmt}", desk.download),
         Route("/api/runs/{run_id:path}/ask", desk.ask, methods=["POST"]),
         *(Route(f"/api/runs/{{run_id:path}}/{kind}", desk.side_output, methods=["GET", "POST"]) for kind in SIDE),
@@ -353,6 +356,10 @@ class Desk:
             return {"message": "cancel requested: the run writes a partial report"}
 
         return await self._answer(cancel)
+
+    async def steer(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        return await self._answer(lambda: self._with_body(request, lambda body: steer_run(self, run_id, body)))
 
     async def download(self, request: Request) -> Response:
         run_id, fmt = request.path_params["run_id"], request.path_params["fmt"]
