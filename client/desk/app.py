@@ -52,6 +52,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from client.desk.guard import TOKEN_COOKIE, AllowedHosts, Guard
 from client.desk.inputs import InputProblem, run_input
+from client.desk.problem import Problem
 from client.desk.steer import steer_run
 from client.errors import CliError, failure_message, rejection_reason
 from client.export import report_html, sources_html
@@ -87,14 +88,6 @@ MEDIA = {
     "pdf": "application/pdf",
     "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
 }
-
-
-class Problem(Exception):
-    """One clear message for the page, with an HTTP status."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def create_app(
@@ -359,7 +352,11 @@ class Desk:
 
     async def steer(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
-        return await self._answer(lambda: self._with_body(request, lambda body: steer_run(self, run_id, body)))
+        return await self._answer(lambda: self._with_body(request, lambda body: self._steer(run_id, body)))
+
+    async def _steer(self, run_id: str, body: Any) -> dict:
+        await self._describe(run_id)  # an unknown run: 404
+        return await steer_run(await self.client(), run_id, body)
 
     async def download(self, request: Request) -> Response:
         run_id, fmt = request.path_params["run_id"], request.path_params["fmt"]

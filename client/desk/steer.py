@@ -11,18 +11,18 @@ from typing import TYPE_CHECKING, Any
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from client.desk.problem import Problem
 from client.errors import rejection_reason
 from client.updates import execute_update
 
 if TYPE_CHECKING:
-    from client.desk.app import Desk
+    from temporalio.client import Client
 
 ENDED = "the run has ended: a steer can no longer reach it; ask a follow-up question about its report instead"
 
 
-async def steer_run(desk: Desk, run_id: str, body: Any) -> dict:
-    from client.desk.app import Problem
-
+async def steer_run(client: Client, run_id: str, body: Any) -> dict:
+    """The update's answer; Problem with one line when it cannot be sent or is refused."""
     if not isinstance(body, dict):
         raise Problem('send {"note": "…", "urls": ["https://…"]}')
     note, urls = body.get("note"), body.get("urls") or []
@@ -30,10 +30,9 @@ async def steer_run(desk: Desk, run_id: str, body: Any) -> dict:
         raise Problem("the note is empty: say what the research should do differently")
     if not isinstance(urls, list) or not all(isinstance(url, str) for url in urls):
         raise Problem('"urls" must be a list of web addresses')
-    await desk._describe(run_id)  # an unknown run: 404
     steer = {"note": note.strip(), "urls": [url.strip() for url in urls if url.strip()]}
     try:
-        return await execute_update(await desk.client(), run_id, "steer", [steer], result_type=dict)
+        return await execute_update(client, run_id, "steer", [steer], result_type=dict)
     except WorkflowUpdateFailedError as err:
         raise Problem(rejection_reason(err), 409) from None
     except RPCError as err:
