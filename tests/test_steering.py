@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import WorkflowUpdateFailedError
 
 from client.devserver import temporal_binary
@@ -87,6 +88,9 @@ async def test_two_steers_mid_step_join_the_next_turn_then_revise_the_steps_not_
     closing = result.final_report.split(CLOSING, 1)[1]
     assert "“only EU sources” (received" in closing and "applied: researcher · step 1, turn 3" in closing
     assert FACT in result.final_report
+    # The Temporal UI's current details name each steer and where it applied.
+    details = (await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)).current_details
+    assert "Steers received: 2" in details and "“only EU sources”: researcher · step 1, turn 3" in details
 
 
 async def test_a_steer_between_steps_that_asks_nothing_new_changes_no_step(

@@ -270,6 +270,7 @@ async def ended_status(client, workflow_id: str) -> RunStatus:
         usage=result.usage,
         budget_exhausted=result.budget_exhausted,
         warnings=result.warnings,
+        steers=result.steers,
         note=FROM_RESULT,
     )
 
