@@ -28,6 +28,7 @@ from testkit.pages import article
 from testkit.research_script import FACT, GUIDANCE
 from testkit.runs import keep_history, start, wait_for_phase
 from workflows.models import RunStatus
+from workflows.steering import PATCH
 
 QUESTION = "Tell me about Lantern Rock"
 CLOSING = "## Guidance received during the research"
@@ -242,6 +243,20 @@ async def test_a_worker_killed_between_accepting_and_applying_a_steer_applies_it
     turns = run.llm.calls("researcher")
     assert "only EU sources" in said(turns[-1]) and not any("only EU sources" in said(t) for t in turns[:2])
     assert outcome.result.steers[0].applied_where == "researcher · step 1, turn 3"
+
+
+async def test_a_run_without_steers_records_no_steering_marker(temporal_client, task_queue, worker):
+    """So a run that was never steered replays as it did before steering existed."""
+    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
+    result = await handle.result()
+    history = await handle.fetch_history()
+    markers = [
+        e.marker_recorded_event_attributes.details["patch-data"].payloads[0].data
+        for e in history.events
+        if e.HasField("marker_recorded_event_attributes")
+    ]
+    assert result.steers == [] and CLOSING not in result.final_report
+    assert markers and not any(PATCH.encode() in m for m in markers)
 
 
 def cli(env, *args):
