@@ -7,7 +7,9 @@ history); the scripted model honours a steer visibly (testkit/research_script.py
 a note "also X" adds a step "Steered: X", an agent told a note writes
 "Guidance followed: <note>", a reporter given notes titles its report
 "(following: …)"). A model call held open by a gate (testkit/crash.py) fixes
-where the run stands when the steer arrives.
+where the run stands when the steer arrives. A worker killed between taking
+and applying a steer: tests/test_crash.py; a steer carried by continue-as-new:
+tests/test_continue_as_new.py.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import WorkflowUpdateFailedError
 
 from client.devserver import temporal_binary
-from testkit.crash import CrashRun, Gate
+from testkit.crash import Gate
 from testkit.pages import article
 from testkit.research_script import FACT, GUIDANCE
 from testkit.runs import keep_history, start, wait_for_phase
@@ -227,22 +229,6 @@ async def test_a_url_steer_is_read_and_its_fact_reaches_the_report(
     assert pages.url("/official") in [c.url for c in result.citations]
     [taken] = result.steers
     assert taken.urls == [pages.url("/official")] and taken.applied_at
-
-
-async def test_a_worker_killed_between_accepting_and_applying_a_steer_applies_it_after_restart(dev_server, tmp_path):
-    async with CrashRun(dev_server.address, tmp_path / "steer", "steer") as run:
-        gate = run.gate("researcher", 2)
-        handle = await run.start(auto_accept_plan=True)
-        await gate.wait_reached()
-        reply = await handle.execute_update("steer", {"note": "only EU sources"}, result_type=dict)
-        assert reply["accepted"]
-        await run.restart_worker()  # killed with the steer taken, not yet applied
-        gate.release()
-        outcome = await run.finish(handle)
-    assert outcome.problems() == []  # completed, nothing repeated
-    turns = run.llm.calls("researcher")
-    assert "only EU sources" in said(turns[-1]) and not any("only EU sources" in said(t) for t in turns[:2])
-    assert outcome.result.steers[0].applied_where == "researcher · step 1, turn 3"
 
 
 async def test_a_run_without_steers_records_no_steering_marker(temporal_client, task_queue, worker):
