@@ -120,6 +120,9 @@ def build_parser() -> Parser:
         "-o", "--output", type=Path, help="save the report here (default <data dir>/reports/<id>.<format>)"
     )
     demo.add_argument("--format", choices=FORMATS, help="format of the saved report: " + FORMAT_HELP)
+    demo.add_argument(
+        "--pace", type=float, default=0.0, metavar="S", help="each research turn takes S seconds: time to steer it"
+    )
 
     add_run_options(command("start", "start:main", "start a run and print its workflow id"))
 
@@ -159,6 +162,13 @@ def build_parser() -> Parser:
 
     cancel = command("cancel", "cancel:main", "cancel a run: it ends with a partial report of what it found")
     cancel.add_argument("workflow_id", metavar="ID")
+
+    steer = command("steer", "steer:main", "send a running run a note: it applies at the next safe point")
+    steer.add_argument("workflow_id", metavar="ID")
+    steer.add_argument("note", nargs="?", help='what the research should do differently, e.g. "only EU sources"')
+    steer.add_argument("--url", action="append", metavar="URL", help="a page for the run to read (repeatable)")
+    steer.add_argument("--file", metavar="F", help="read the note from file F (- for standard input)")
+    steer.add_argument("--json", action="store_true", help="print {accepted, applies_at, message}")
 
     podcast = command("podcast", "podcast:main", "turn a finished run's report into a two-host audio conversation")
     podcast.add_argument("workflow_id", metavar="ID")

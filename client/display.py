@@ -82,6 +82,12 @@ def render_status(status: RunStatus, workflow_id: str | None = None, elapsed: fl
         parts.append(asked)
     if status.pending_question:
         parts.append(Text(f"question: {status.pending_question}", style="yellow"))
+    for number, steer in enumerate(getattr(status, "steers", None) or [], 1):  # notes sent while it runs
+        sent = Text(f"steer {number}: ", style="dim")
+        sent.append(steer.note)
+        where = f"applied {steer.applied_at}: {steer.applied_where}" if steer.applied_at else steer.applied_where
+        sent.append(f"\n  {where or 'waiting for the next safe point'}", style="dim")
+        parts.append(sent)
     if status.note:
         parts.append(Text(f"note: {status.note}", style="yellow"))
     if status.error:
@@ -132,6 +138,8 @@ def event_line(event: ProgressEvent) -> str:
         "review_received": f"review received: {event.text}",
         "answer_received": f"answer received: {event.text}",
         "notice": f"note: {event.text}",
+        "steer_received": f"steer received: {event.text}",
+        "steer_applied": event.text,
         "finished": f"run finished: {event.text}",
         "failed": f"run failed: {event.text}",
     }.get(event.kind, f"{event.kind}: {event.text}")

@@ -150,11 +150,13 @@ FINAL_READ_SECONDS = 30.0  # how long the end of a run waits for its last tool c
 
 
 async def show_tool_calls(client: Client, workflow_id: str, view: ProgressView) -> None:
-    """Print each tool call from the run's progress stream as it happens."""
+    """Print each tool call (and each steer taken or applied) from the run's progress stream as it happens."""
     try:
         async for _, event in progress_events(client, workflow_id):  # by query: nothing added to the run's history
             if event.kind == "tool_call":
                 view.note(event_line(event), style="dim")
+            elif event.kind in ("steer_received", "steer_applied"):  # a note sent from elsewhere (`steer`)
+                view.note(event_line(event), style="bold cyan")
     except (WorkflowQueryFailedError, RPCError):  # the last read after the end failed: the result says the rest
         pass
 

@@ -206,6 +206,7 @@ TEXT_ARGUMENTS = {
     "workflow_id": "the run id",
     "run": "--run",
     "locale": "--locale",
+    "note": "the note",
 }
 
 

@@ -7,6 +7,7 @@ Re-record (after a deliberate, versioned change) with:
         tests/test_research_goes_on.py tests/test_schedules.py tests/test_eval_e2e.py tests/test_recheck.py \
         tests/test_evidence.py \
         tests/test_echoing_model.py tests/test_faults.py tests/test_report_support.py
+        tests/test_echoing_model.py tests/test_faults.py tests/test_steering.py
 (Record only new histories: a history recorded by the old code is what
 proves the new code can still replay it.)
 """
@@ -67,6 +68,9 @@ def test_there_are_histories_to_replay():
         "report_unsupported",  # a report stating what its material does not say, twice: the findings and pages
         "report_traced",  # a strong report's statements traced (stated, derived, absent), shipped as written
         "report_invented_marked",  # half invention twice: kept, its unsupported statements marked
+        "steered_mid_step",  # two steers told a running step, then the steps not started revised (workflows/steering.py)
+        "steered_during_report",  # a steer while the reporter wrote: the report written again with it
+        "steered_page_read",  # a steer with a page: read by the workflow, its passages in the evidence and report
     } <= {p.stem for p in HISTORIES}
 
 

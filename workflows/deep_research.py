@@ -29,6 +29,7 @@ from workflows.box import Box
 from workflows.failures import PARTIAL_REPORT, blob_missing
 from workflows.research_team import ResearchTeam, batches
 from workflows.review import PlanReview, Review, parse_review
+from workflows.steering import Steering
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.clean import clean_text
@@ -50,7 +51,8 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
         input_problem,
     )
     from workflows.prior import merge_sources
-    from workflows.state import RunState
+    from workflows.state import RunState, state_problem
+    from workflows.steer_models import SteerReply
 
 
 @workflow.defn(name="DeepResearch")
@@ -79,7 +81,8 @@ class DeepResearch:
             evidence_tokens=r.evidence_tokens,
         )
         self.box = Box(r, self.state, calls, self.variables, self.emit)
-        self.team = ResearchTeam(self.box)
+        self.steering = Steering(self.box, lambda: self.phase, lambda: bool(self.team.running))  # notes in flight
+        self.team = ResearchTeam(self.box, self.steering)
         self.plan_review = PlanReview()
         self.phase: Phase = "coordinating"
         self.question: str | None = None  # clarification question awaiting an answer
@@ -182,6 +185,7 @@ class DeepResearch:
             if workflow.info().is_continue_as_new_suggested():
                 await self.continue_as_new()
             self.set_phase("planning")
+            await self.steering.into_plan()
             planned = await planner.next_plan(box)
             plan, s.fallback_plan = planned.plan, False
             if plan is None:
@@ -201,6 +205,8 @@ class DeepResearch:
                 plan, s.fallback_plan = planner.research_anyway(plan, r.question, s.locale)
                 self.emit("notice", planner.NOTHING_READ_NOTE)
             self.set_plan(plan, list(planned.steps_cut))
+            if self.steering.plan_again():  # a steer came while it was written
+                continue
             if plan.has_enough_context:
                 break
             review = await self.review()
@@ -221,6 +227,10 @@ class DeepResearch:
         return self.finish("completed", await self.report(partial))
 
     async def report(self, partial: str = "") -> str:
+        """The report, following the steers the run took (``workflows/steering.py``)."""
+        return await self.steering.report(lambda: self.write_report(partial))
+
+    async def write_report(self, partial: str = "") -> str:
         """The reporter's report. A reporter that fails once the research is
         done (its call failed after all retries, it replied nothing, or it
         repeated its instructions twice) does not fail the run: the findings
@@ -294,14 +304,17 @@ class DeepResearch:
 
     async def research_team(self, plan: Plan) -> None:
         self.set_phase("researching")
-        todo = batches(plan, self.request.parallel_research)
-        for n, batch in enumerate(todo):
-            if self.box.out_of_budget():
+        todo, n = batches(plan, self.request.parallel_research), 0
+        while True:
+            if await self.steering.revise_steps(plan):  # between steps: a steer revised the steps not started
+                todo, n = batches(plan, self.request.parallel_research), 0
+            if n >= len(todo) or self.box.out_of_budget():
                 break
+            batch, n = todo[n], n + 1
             if not await self.team.run_batch(plan, batch):
                 await self.continue_as_new(mid_plan=True)  # steps paused mid-way: go on in a new run
             # A long plan does not wait for its end to keep history bounded.
-            if n + 1 < len(todo) and workflow.info().is_continue_as_new_suggested():
+            if n < len(todo) and workflow.info().is_continue_as_new_suggested():
                 if workflow.patched("continue-between-steps"):
                     await self.continue_as_new(mid_plan=True)
 
@@ -317,6 +330,7 @@ class DeepResearch:
 
     def finish(self, status: RunOutcome, text: str) -> ResearchResult:
         self.outcome = status
+        self.steering.ended(status)
         # A cancelled run's phase (and search attribute) says so; histories
         # recorded before said "completed".
         cancelled = status == "cancelled" and workflow.patched("cancelled-phase")
@@ -340,6 +354,7 @@ class DeepResearch:
             reporter_input=s.reporter_input,
             statements=s.statements,
             sources=len(s.sources),
+            steers=self.steering.views(),
             **recheck.kept(s),
         )
 
@@ -348,7 +363,7 @@ class DeepResearch:
 
     def set_phase(self, phase: Phase) -> None:
         self.phase = phase
-        workflow.set_current_details(f"Phase: {phase}")
+        workflow.set_current_details(f"Phase: {phase}{self.steering.details()}")
         if self.has_attributes:
             workflow.upsert_search_attributes([PHASE_ATTRIBUTE.value_set(self.phase_shown(phase))])
         self.emit("phase", phase)
@@ -413,6 +428,7 @@ class DeepResearch:
             warnings=list(self.state.warnings),
             sources=len(self.state.sources),
             rate_limited_since=self.box.calls.waits.since(),
+            steers=self.steering.views(),
         )
 
     @workflow.signal(name="review")
@@ -445,6 +461,20 @@ class DeepResearch:
             )
         self.plan_review.check(clean_text(feedback), self.phase)
 
+    @workflow.update(name="steer")
+    def steer(self, raw: Any) -> SteerReply:
+        """A note for the run, applied at its next safe point (workflows/steering.py)."""
+        return self.steering.take(raw)
+
+    @steer.validator
+    def steer_validator(self, raw: Any) -> None:
+        self.steering.check(raw)
+
+    @workflow.signal(name="steer")
+    def steer_signal(self, raw: Any) -> None:
+        """The same for clients that only signal; an invalid steer is logged and ignored."""
+        self.steering.signal(raw)
+
     @workflow.signal(name="clarify")
     def clarify_signal(self, answer: Any) -> None:
         try:
@@ -465,14 +495,3 @@ class DeepResearch:
             raise ApplicationError(f"no clarification question is pending (phase: {self.phase})")
         if not isinstance(answer, str) or not clean_text(answer).strip():
             raise ApplicationError("the answer is empty")
-
-
-def state_problem(carried: Any) -> str | None:
-    """None if ``carried`` is a continued run's state (or absent), else one line."""
-    if carried is None:
-        return None
-    try:
-        RunState.model_validate(carried)
-    except ValueError as err:  # pydantic's ValidationError is a ValueError
-        return f"the second workflow argument is not a continued run's state ({str(err).splitlines()[0]})"
-    return None

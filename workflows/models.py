@@ -265,6 +265,18 @@ class ResearchResult(Model):
     # so an ended run's status read from its result says the same; None in
     # results of older runs.
     sources: int | None = None
+    steers: list[Steer] = Field(default_factory=list)  # notes sent while it ran, and where each applied
+
+
+class Steer(Model):
+    """A note sent to a run while it ran (the ``steer`` update or signal;
+    workflows/steering.py), as ``status`` and the result show it."""
+
+    note: str
+    urls: list[str] = Field(default_factory=list)  # pages the user gave, read by the workflow
+    received_at: str  # ISO 8601, UTC
+    applied_at: str | None = None  # None while it waits for the next safe point
+    applied_where: str | None = None  # the first place it took effect (or why it never did)
 
 
 class StepStatus(Model):
@@ -299,6 +311,7 @@ class RunStatus(Model):
     # Since when (ISO 8601, UTC) a model call has been waiting on the
     # provider's rate limit; None when none waits.
     rate_limited_since: str | None = None
+    steers: list[Steer] = Field(default_factory=list)  # notes sent while it runs: waiting, or where applied
 
 
 class ProgressEvent(Model):
@@ -315,6 +328,8 @@ class ProgressEvent(Model):
         "question",
         "answer_received",
         "notice",
+        "steer_received",  # a note sent while the run runs (workflows/steering.py)
+        "steer_applied",
         "finished",
         "failed",
     ]

@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
     from workflows.models import Citation, Message, ModelRequest
     from workflows.prior import CHANGES_HEADING, has_changes_section, reporter_context, with_changes
     from workflows.state import RunState
+    from workflows.steer_models import reporter_guidance
 
 # A bare URL ends at a blank, a closing bracket or a quote, typographic and
 # CJK ones too (“…https://a.org/x” or 「…https://a.org/x」 in a quoted
@@ -116,6 +117,8 @@ def _report_request(
             f"# Note\nThe research stopped early ({partial}). Write the report from what was found, "
             "and say at its start that it is partial."
         )
+    if told := [s for s in state.steers if s.reported]:  # notes the user sent while it ran (workflows/steering.py)
+        parts.append(reporter_guidance(told))
     if state.plan:
         parts.append(f"# Plan: {state.plan.title}\n{state.plan.thought}")
     found = "\n\n".join(f"## {title}\n{text}" for title, text in findings)

@@ -16,6 +16,7 @@ from temporalio import workflow
 from workflows import evidence
 from workflows.agent import Finished, agent_tools, run_agent
 from workflows.box import Box
+from workflows.steering import Steering
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.evidence_models import Gathered, StepEvidence
@@ -49,8 +50,9 @@ class ResearchTeam:
     """Runs batches of a plan's steps, at most ``max_parallel_steps`` at once,
     and knows which are running (for the status query)."""
 
-    def __init__(self, box: Box) -> None:
+    def __init__(self, box: Box, steering: Steering) -> None:
         self.box = box
+        self.steering = steering  # notes sent while the run runs: in each task and between turns
         self.running: set[int] = set()
         self.limit = asyncio.Semaphore(box.request.max_parallel_steps)
 
@@ -75,7 +77,8 @@ class ResearchTeam:
             gathered = resume.gathered if resume else None
             following = None
             if reads and resume is None:
-                gathered = await evidence.gather(box, step, where)
+                given = await self.steering.read_pages() if box.state.steers else []  # pages a steer gave
+                gathered = await evidence.gather(box, step, where, given)
                 following = evidence.follow_lead(box, gathered, where)
             try:
                 outcome = await self.agent(step, index, earlier, resume, gathered, where)
@@ -104,10 +107,13 @@ class ResearchTeam:
     ) -> Finished | AgentCheckpoint:
         """The step's agent loop, from the evidence it gathered (or from where it paused)."""
         box, role = self.box, AGENT_FOR_STEP[step.step_type]
+        task, told = self.task(step, earlier), 0
+        if resume is None:  # a step starting now: told every steer so far
+            task, told = self.steering.into_task(task, where)
         return await run_agent(
             box.calls,
             role,
-            self.task(step, earlier),
+            task,
             box.variables(has_resources=bool(box.request.resources)),
             box.request.agent_max_turns,
             f"{workflow.info().workflow_id}/{box.state.plan_iterations}/{index}",
@@ -117,6 +123,8 @@ class ResearchTeam:
             where=where,
             evidence=gathered.evidence.blob if gathered and gathered.evidence else None,
             evidence_tokens=box.request.evidence_tokens,
+            guidance=self.steering.for_turn,
+            told=told,
         )
 
     def task(self, step: Step, earlier: str) -> str:

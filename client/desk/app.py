@@ -12,6 +12,7 @@ JSON API (all under ``/api``):
 | POST /runs/{id}/review | ``{"feedback": …, "plan_version": n}`` through the ``submit_review`` update |
 | POST /runs/{id}/answer | ``{"answer": …}`` through ``answer_clarification`` |
 | POST /runs/{id}/cancel | cancel: the run ends with a partial report |
+| POST /runs/{id}/steer | ``{"note": …, "urls": […]}`` through the ``steer`` update (``steer.py``) |
 | GET  /runs/{id}/report.{md,html,json,pdf,docx} | downloads |
 | POST /runs/{id}/{podcast,slides} | make them; GET downloads them when made |
 
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -52,6 +52,9 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from client.desk.guard import TOKEN_COOKIE, AllowedHosts, Guard
 from client.desk.inputs import InputProblem, run_input
+from client.desk.problem import Problem
+from client.desk.statements import traced
+from client.desk.steer import steer_run
 from client.errors import CliError, failure_message, rejection_reason
 from client.export import report_html, sources_html
 from client.export_child import render_document_async
@@ -88,14 +91,6 @@ MEDIA = {
 }
 
 
-class Problem(Exception):
-    """One clear message for the page, with an HTTP status."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
-
-
 def create_app(
     conn: Connection,
     *,
@@ -126,6 +121,7 @@ def create_app(
         Route("/api/runs/{run_id:path}/review", desk.review, methods=["POST"]),
         Route("/api/runs/{run_id:path}/answer", desk.answer, methods=["POST"]),
         Route("/api/runs/{run_id:path}/cancel", desk.cancel, methods=["POST"]),
+        Route("/api/runs/{run_id:path}/steer", desk.steer, methods=["POST"]),
         Route("/api/runs/{run_id:path}/report.{fmt}", desk.download),
         Route("/api/runs/{run_id:path}/ask", desk.ask, methods=["POST"]),
         *(Route(f"/api/runs/{{run_id:path}}/{kind}", desk.side_output, methods=["GET", "POST"]) for kind in SIDE),
@@ -356,6 +352,14 @@ class Desk:
 
         return await self._answer(cancel)
 
+    async def steer(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        return await self._answer(lambda: self._with_body(request, lambda body: self._steer(run_id, body)))
+
+    async def _steer(self, run_id: str, body: Any) -> dict:
+        await self._describe(run_id)  # an unknown run: 404
+        return await steer_run(await self.client(), run_id, body)
+
     async def download(self, request: Request) -> Response:
         run_id, fmt = request.path_params["run_id"], request.path_params["fmt"]
         if fmt not in MEDIA:
@@ -454,22 +458,6 @@ class Desk:
         except RPCError as err:
             return JSONResponse({"error": f"Temporal: {err.message}"}, 502)
         return value if isinstance(value, Response) else JSONResponse(value)
-
-
-_LINKED = re.compile(r"\[([^\[\]\n]{0,400})\]\([^()\s]{0,2000}\)")
-_MARKUP = re.compile(r"[*_`]+|\[\^?\d{1,3}\]|<[^<>\n]{0,200}>")
-
-
-def traced(statements: list) -> list[dict]:
-    """The report's statements as the page shows them: ``plain`` is the text
-    as rendered (markdown marks, links' addresses and footnote markers out),
-    to find it in the page; the rest is what a reader checks it by."""
-    out = []
-    for s in statements:
-        text = s.text.strip().strip("|").replace("|", " ") if s.text.startswith("|") else s.text  # a row's cells
-        plain = " ".join(_MARKUP.sub("", _LINKED.sub(r"\1", text)).split())
-        out.append({"plain": plain, **s.model_dump(mode="json", by_alias=True, exclude={"invented"})})
-    return out
 
 
 async def _json(request: Request) -> Any:

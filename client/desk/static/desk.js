@@ -104,6 +104,7 @@ async function openRun(id) {
   $("changes-box").hidden = true;
   $("plan-box").hidden = true;
   $("question-box").hidden = true;
+  $("steer-box").hidden = true;
   $("phase").textContent = "";
   for (const row of document.querySelectorAll("[data-run-id]")) row.classList.toggle("open", row.dataset.runId === id);
   const known = await refresh();
@@ -166,6 +167,7 @@ async function refresh() {
     $("run-title").textContent = status.title || status.question;
     showQuestion(status);
     showPlan(status);
+    showSteers(data, status);
     showWaiting(id, status);
   } else if (data.workflow_status !== "running") {
     $("phase").textContent = data.workflow_status;
@@ -229,6 +231,37 @@ function showPlan(status) {
   $("steps-cut").hidden = !cut.length;
   $("steps-cut").textContent = cut.length ? `Cut by the step limit: ${cut.join("; ")}` : "";
   $("review").hidden = !status.review_pending;
+}
+
+// Steering a running run: the box while it runs, and every note sent with where it applied.
+function showSteers(data, status) {
+  const steers = status.steers || [];
+  const running = data.workflow_status === "running" && !["completed", "cancelled", "failed"].includes(status.phase);
+  const reviewing = status.phase === "awaiting_review";
+  $("steer-box").hidden = !running && !steers.length;
+  $("steer-form").hidden = !running || reviewing;
+  $("steer-review").hidden = !(running && reviewing);
+  const list = $("steers");
+  list.replaceChildren();
+  for (const steer of steers) {
+    const item = el("li", steer.note, steer.applied_at ? "applied" : "waiting");
+    item.setAttribute("data-testid", "steer");
+    const at = steer.applied_at ? new Date(steer.applied_at).toLocaleTimeString() : "";
+    const where = steer.applied_at ? `applied ${at}: ${steer.applied_where}` : steer.applied_where;
+    item.append(el("div", where || "waiting for the next safe point", "muted"));
+    if (steer.urls && steer.urls.length) item.append(el("div", "pages: " + steer.urls.join(" "), "muted"));
+    list.append(item);
+  }
+}
+
+async function steerRun() {
+  const note = $("steer-input").value.trim();
+  if (!note) return notice("type your note for the research first");
+  const url = $("steer-url").value.trim();
+  if (await send("/steer", { note, urls: url ? url.split(/\s+/) : [] })) {
+    $("steer-input").value = "";
+    $("steer-url").value = "";
+  }
 }
 
 function putReport(id, html, partial) {
@@ -369,6 +402,7 @@ document.addEventListener("DOMContentLoaded", async () => {
     if (await send("/answer", { answer: text })) $("answer").value = "";
   });
   $("cancel").addEventListener("click", () => send("/cancel", {}));
+  $("steer-button").addEventListener("click", steerRun);
   $("make-slides").addEventListener("click", () => send("/slides", {}));
   $("make-podcast").addEventListener("click", () => send("/podcast", {}));
   $("ask-button").addEventListener("click", askFollowUp);
