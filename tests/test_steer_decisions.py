@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from workflows.evidence_models import EvidencePage
+from workflows.languages import asked_language
 from workflows.models import Plan, Step
 from workflows.steer_models import (
     MAX_NOTE_CHARS,
@@ -104,3 +105,18 @@ def test_the_closing_note_names_each_steer_when_and_where():
     assert "Pages read: https://a.eu/register." in note and "Not read: https://b.example/" in note
     assert "2. “late” (received 2026-05-01 10:09:00 UTC; not applied)" in note
     assert closing_note([]) == ""
+
+
+@pytest.mark.parametrize(
+    ("note", "tag"),
+    [
+        ("write it in German", "de"),
+        ("请用中文写报告", "zh"),
+        ("Please write the report in Chinese", "zh"),
+        ("Schreib den Bericht auf Deutsch", "de"),
+        ("also compare prices", None),
+        ("ignore the German guide of 2017", None),  # names a language, asks for none
+    ],
+)
+def test_a_note_asking_for_a_language_names_it(note: str, tag: str | None):
+    assert asked_language(note) == tag

@@ -136,6 +136,24 @@ async def test_a_steer_after_the_last_step_reaches_the_reporter(temporal_client,
     assert result.final_report.startswith("# Scripted Report (following: write it for a general audience)")
 
 
+async def test_a_steer_for_another_language_changes_the_reports_language(
+    temporal_client, task_queue, worker, llm, script
+):
+    """ "Write it in Chinese" on an English run: the report's request and its
+    language check follow the note, so a Chinese report is not asked for
+    again in English."""
+    script.steps = [("Find the lighthouse fact", "research")]
+    gate = held(llm, script, "researcher", 3)
+    script.reporter = lambda request: "# 灯塔报告\n\n灯塔看守人在1911年记录了4417艘船。\n\n这一记录来自灯塔的历史页面。"
+    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
+    await gate.wait_reached()
+    await steer(handle, "please write the report in Chinese")
+    gate.release()
+    result = await handle.result()
+    assert result.locale == "zh-CN" and len(llm.calls("reporter")) == 1
+    assert result.final_report.startswith("# 灯塔报告") and not result.warnings
+
+
 async def test_a_steer_while_the_reporter_writes_has_the_report_written_again(
     temporal_client, task_queue, worker, llm, script
 ):

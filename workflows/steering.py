@@ -39,6 +39,7 @@ from workflows.box import Box
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.evidence_models import EvidencePage, StepEvidence, Support, SupportRequest
+    from workflows.languages import asked_language, language_name, locale_for
     from workflows.models import Message, ModelRequest, Plan, Steer, Step
     from workflows.steer_models import (
         SteerProblem,
@@ -273,6 +274,9 @@ class Steering:
         for steer in fresh:
             steer.reported = True
             self.applied(steer, "the report, written again with it" if again else "the report")
+            if (tag := asked_language(steer.note)) and tag != self.state.locale.split("-")[0].lower():
+                self.state.locale = locale_for(tag)  # the report's language checks follow the note
+                self.box.emit("notice", f"steer: the report is written in {language_name(self.state.locale)}")
 
     def ended(self, how: str) -> None:
         """The run ends: steers no safe point reached say so."""
