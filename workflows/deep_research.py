@@ -27,6 +27,7 @@ from workflows import continuation, coordinator, evidence, investigation, planne
 from workflows.activity_calls import ActivityCalls, failure_reason
 from workflows.box import Box
 from workflows.failures import PARTIAL_REPORT, blob_missing
+from workflows.owner_limits import OwnerLimits
 from workflows.research_team import ResearchTeam, batches
 from workflows.review import PlanReview, Review, parse_review
 
@@ -49,6 +50,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
         StepStatus,
         input_problem,
     )
+    from workflows.ownership import closing_note, details, shares
     from workflows.prior import merge_sources
     from workflows.state import RunState
 
@@ -81,6 +83,7 @@ class DeepResearch:
         self.box = Box(r, self.state, calls, self.variables, self.emit)
         self.team = ResearchTeam(self.box)
         self.plan_review = PlanReview()
+        self.limits = OwnerLimits(r, self.state, self.emit)  # the owner's per-user limits
         self.phase: Phase = "coordinating"
         self.question: str | None = None  # clarification question awaiting an answer
         self.answer: str | None = None
@@ -142,6 +145,7 @@ class DeepResearch:
     async def research(self) -> ResearchResult:
         r, s, box = self.request, self.state, self.box
         if not self.continued:
+            await self.limits.before_start()
             # 0. Keeping a topic current: the earlier run first; its own question
             #    needs no coordinator again (workflows/recheck.py).
             rechecking = recheck.wanted(r) and workflow.patched(recheck.PATCH)
@@ -217,8 +221,7 @@ class DeepResearch:
 
         # 6. Reporter.
         self.set_phase("reporting")
-        partial = f"the token budget of {r.token_budget:,} tokens was reached" if s.budget_exhausted else ""
-        return self.finish("completed", await self.report(partial))
+        return self.finish("completed", await self.report(box.budget_reason()))
 
     async def report(self, partial: str = "") -> str:
         """The reporter's report. A reporter that fails once the research is
@@ -289,13 +292,15 @@ class DeepResearch:
         if review is None and r.on_review_timeout == "accept":
             return Review(accepted=True)
         if review is not None:
-            self.emit("review_received", "plan accepted" if review.accepted else "plan edit requested")
+            self.state.plan_accepted_by = review.by if review.accepted else self.state.plan_accepted_by
+            self.emit("review_received", review.said())
         return review
 
     async def research_team(self, plan: Plan) -> None:
         self.set_phase("researching")
         todo = batches(plan, self.request.parallel_research)
         for n, batch in enumerate(todo):
+            await self.limits.refresh()
             if self.box.out_of_budget():
                 break
             if not await self.team.run_batch(plan, batch):
@@ -327,7 +332,7 @@ class DeepResearch:
             status=status,
             question=self.request.question,
             locale=s.locale,
-            final_report=text,
+            final_report=text + closing_note(s.plan_accepted_by),
             plan=s.plan,
             plan_iterations=s.plan_iterations,
             observations=s.observations,
@@ -339,6 +344,7 @@ class DeepResearch:
             warnings=list(s.warnings),
             reporter_input=s.reporter_input,
             **recheck.kept(s),
+            **shares(self.request, self.state),
         )
 
     def variables(self, **extra: object) -> dict:
@@ -346,7 +352,7 @@ class DeepResearch:
 
     def set_phase(self, phase: Phase) -> None:
         self.phase = phase
-        workflow.set_current_details(f"Phase: {phase}")
+        workflow.set_current_details(details(phase, self.request.owner, self.state.plan_accepted_by))
         if self.has_attributes:
             workflow.upsert_search_attributes([PHASE_ATTRIBUTE.value_set(self.phase_shown(phase))])
         self.emit("phase", phase)
@@ -409,6 +415,8 @@ class DeepResearch:
             warnings=list(self.state.warnings),
             sources=len(self.state.sources),
             rate_limited_since=self.box.calls.waits.since(),
+            owner_wait=self.limits.waiting,
+            **shares(self.request, self.state),
         )
 
     @workflow.signal(name="review")
@@ -420,15 +428,15 @@ class DeepResearch:
         except ApplicationError as err:
             workflow.logger.warning("review signal ignored: %s", err.message)
             return
-        self.plan_review.feedback = clean_text(feedback)
+        self.plan_review.take(feedback)
 
     @workflow.update(name="submit_review")
     def submit_review(self, feedback: Any, plan_version: Any = None) -> str:
-        self.plan_review.feedback = clean_text(feedback)
-        return "plan accepted" if parse_review(self.plan_review.feedback).accepted else "plan edit requested"
+        return "plan accepted" if parse_review(self.plan_review.take(feedback)).accepted else "plan edit requested"
 
     @submit_review.validator
     def submit_review_validator(self, feedback: Any, plan_version: Any = None) -> None:
+        feedback, plan_version = self.plan_review.unpack(feedback, plan_version)  # a string, or {"feedback", "by"}
         if not isinstance(feedback, str):
             raise ApplicationError("review feedback must be a string starting with [ACCEPTED] or [EDIT_PLAN]")
         if isinstance(plan_version, int) and plan_version > self.state.plan_version:

@@ -61,6 +61,11 @@ class RunState(Model):
     fallback_plan: bool = False  # the plan is the question as one step (no usable plan came)
     reporter_input: str | None = None  # the reporter's request as sent (blob), for the eval
     recheck: Recheck | None = None  # what re-reading the prior run's sources found (workflows/recheck.py)
+    plan_accepted_by: str | None = None  # the user who accepted the plan (workflows/ownership.py)
+    # Tokens the run may use under its owner's daily budget (workflows/owner_limits.py),
+    # and why the research stopped early when a budget stopped it.
+    owner_allowance: int | None = None
+    budget_note: str | None = None
 
     @field_validator("sources", mode="before")
     @classmethod
