@@ -210,12 +210,12 @@ async def last_changes(client, workflow_id: str) -> str:
 
 
 async def list_schedules(client) -> int:
-    keys = ("name", "owner", "every", "state", "runs", "last", "changes", "next")
+    keys = ("name", "every", "state", "runs", "last", "changes", "next", "owner")
     rows = [tuple("-" if row[k] is None else str(row[k]) for k in keys) for row in await schedule_rows(client)]
     if not rows:
         print(f"no schedules (create one with `{cli_name()} schedule create NAME QUESTION --every 1w`)")
         return 0
-    header = ("NAME", "OWNER", "EVERY", "STATE", "RUNS", "LAST RUN", "IT FOUND", "NEXT")
+    header = ("NAME", "EVERY", "STATE", "RUNS", "LAST RUN", "IT FOUND", "NEXT", "OWNER")
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())
