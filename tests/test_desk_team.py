@@ -168,7 +168,8 @@ async def test_a_reader_reads_and_a_spoofed_header_is_refused(team, signed_in, w
         page = await direct.goto(desk)
         assert page.status == 403 and HEADER in await page.text()
     async with httpx.AsyncClient(timeout=30, trust_env=False) as http:
-        proxy_host = {"Host": base.removeprefix("http://")}
+        # (also when it claims to come through the proxy: the desk never reads X-Forwarded-For)
+        proxy_host = {"Host": base.removeprefix("http://"), "X-Forwarded-For": SOURCE}
         for path in ("/api/runs", f"/api/runs/{shared}", f"/api/runs/{shared}/report.md"):
             reply = await http.get(desk + path, headers=proxy_host | {HEADER: "carol"})
             assert reply.status_code == 403, path
