@@ -28,6 +28,7 @@ from activities.local_docs.activities import LocalDocsActivities
 from activities.local_docs.sharing import SharedIndexes
 from activities.mcp.activities import McpActivities
 from activities.mcp.config import load_mcp_config
+from activities.owners import OwnerActivities
 from activities.pacing import PacedSlots, Pacer
 from activities.probes import audio_format, probe_chat  # noqa: F401 - for `doctor` (client/commands/doctor.py)
 from activities.recheck import RecheckActivities
@@ -202,6 +203,7 @@ def build_worker(
             speech.join_audio,
             deck.build_deck,
             EarlierRuns(client).prior_run,
+            OwnerActivities(client, settings.user_limits).owner_usage,  # per-user limits (infra/user_limits.py)
             EvalActivities(blobs).score_task,
             evidence.rank_evidence,
             evidence.support_findings,

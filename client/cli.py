@@ -67,6 +67,12 @@ def add_run_options(
     for option, field, keywords in RUN_OPTIONS:
         if field not in leave_out:
             group.add_argument(option, dest=field, default=argparse.SUPPRESS, **keywords)
+    group.add_argument(
+        "--share",
+        action="append",
+        metavar="USER|team:NAME",
+        help="who else may read the run (repeatable, or comma-separated); the run is DEEPRESEARCH_USER's",
+    )
 
 
 def add_eval_command(sub: argparse.ArgumentParser) -> None:
@@ -190,9 +196,20 @@ def build_parser() -> Parser:
 
     ui = command("ui", "ui:main", "serve the research desk: a web page to start, follow, review and read runs")
     ui.add_argument(
-        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need DEEPRESEARCH_UI_TOKEN)"
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1; others need users: a trusted proxy's header, "
+        "DEEPRESEARCH_UI_USERS or DEEPRESEARCH_UI_TOKEN)",
     )
     ui.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    ui.add_argument(
+        "--new-user",
+        metavar="NAME",
+        help="make a token for user NAME and its line of the users file (added to DEEPRESEARCH_UI_USERS when set), "
+        "print the token, and exit",
+    )
+    ui.add_argument("--role", default="researcher", help="with --new-user: reader, researcher or admin")
+    ui.add_argument("--team", action="append", default=[], metavar="TEAM", help="with --new-user: a team (repeatable)")
     ui.add_argument(
         "--resources-dir",
         action="append",

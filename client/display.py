@@ -96,8 +96,25 @@ def render_status(status: RunStatus, workflow_id: str | None = None, elapsed: fl
         parts.append(Text(f"warning: {warning}", style="bold yellow"))
     if waiting := waiting_text(getattr(status, "rate_limited_since", None)):
         parts.append(Text(waiting, style="yellow"))
+    if held := getattr(status, "owner_wait", None):  # the owner's per-user limits hold it back
+        parts.append(Text(f"waiting: {held}", style="yellow"))
+    if whose := owner_text(status):
+        parts.append(Text(whose, style="dim"))
     parts.append(Text(f"usage: {usage_text(status.usage)}", style="dim"))
     return Group(*parts)
+
+
+def owner_text(status: RunStatus) -> str:
+    """Whose run it is, who may read it, who accepted its plan ("" for a run without an owner)."""
+    owner = getattr(status, "owner", None)  # (a worker older than this CLI sends none)
+    if not owner:
+        return ""
+    text = f"owner: {owner}"
+    if shared := getattr(status, "shared_with", None):
+        text += f"   shared with: {', '.join(shared)}"
+    if accepted := getattr(status, "plan_accepted_by", None):
+        text += f"   plan accepted by: {accepted}"
+    return text
 
 
 def status_changes(old: RunStatus | None, new: RunStatus) -> list[str]:

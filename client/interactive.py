@@ -19,6 +19,7 @@ from client.follow import progress_events
 from client.options import ACCEPT, EDIT, feedback_from_reply
 from client.talk import POLL_SECONDS, next_action, poll_status, waiting_for_worker
 from client.updates import execute_update
+from client.users import acting
 from infra.connection import Connection
 from workflows.models import ResearchResult, RunStatus
 
@@ -104,7 +105,9 @@ class TerminalReview:
                 if not (argument := to_argument(line)):
                     continue
                 try:  # bounded: no worker on the run's task queue is one line (client/updates.py)
-                    reply = await execute_update(self.client, self.handle.id, update, [argument, *(extra or [])])
+                    # A review names who sent it (workflows/ownership.py).
+                    sent = acting({"feedback": argument}) if update == "submit_review" else argument
+                    reply = await execute_update(self.client, self.handle.id, update, [sent, *(extra or [])])
                 except WorkflowUpdateFailedError as err:
                     self.console.print(Text(f"rejected: {rejection_reason(err)}", style="red"))
                     continue

@@ -27,6 +27,7 @@ from workflows import continuation, coordinator, evidence, investigation, planne
 from workflows.activity_calls import ActivityCalls, failure_reason
 from workflows.box import Box
 from workflows.failures import PARTIAL_REPORT, blob_missing
+from workflows.owner_limits import OwnerLimits
 from workflows.research_team import ResearchTeam, batches
 from workflows.review import PlanReview, Review, parse_review
 from workflows.steering import Steering
@@ -50,6 +51,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
         StepStatus,
         input_problem,
     )
+    from workflows.ownership import closing_note, details, shares
     from workflows.prior import merge_sources
     from workflows.state import RunState, state_problem
     from workflows.steer_models import SteerReply
@@ -84,6 +86,7 @@ class DeepResearch:
         self.steering = Steering(self.box, lambda: self.phase, lambda: bool(self.team.running))  # notes in flight
         self.team = ResearchTeam(self.box, self.steering)
         self.plan_review = PlanReview()
+        self.limits = OwnerLimits(r, self.state, self.emit)  # the owner's per-user limits
         self.phase: Phase = "coordinating"
         self.question: str | None = None  # clarification question awaiting an answer
         self.answer: str | None = None
@@ -145,6 +148,7 @@ class DeepResearch:
     async def research(self) -> ResearchResult:
         r, s, box = self.request, self.state, self.box
         if not self.continued:
+            await self.limits.before_start()
             # 0. Keeping a topic current: the earlier run first; its own question
             #    needs no coordinator again (workflows/recheck.py).
             rechecking = recheck.wanted(r) and workflow.patched(recheck.PATCH)
@@ -223,8 +227,7 @@ class DeepResearch:
 
         # 6. Reporter.
         self.set_phase("reporting")
-        partial = f"the token budget of {r.token_budget:,} tokens was reached" if s.budget_exhausted else ""
-        return self.finish("completed", await self.report(partial))
+        return self.finish("completed", await self.report(box.budget_reason()))
 
     async def report(self, partial: str = "") -> str:
         """The report, following the steers the run took (``workflows/steering.py``)."""
@@ -299,7 +302,8 @@ class DeepResearch:
         if review is None and r.on_review_timeout == "accept":
             return Review(accepted=True)
         if review is not None:
-            self.emit("review_received", "plan accepted" if review.accepted else "plan edit requested")
+            self.state.plan_accepted_by = review.by if review.accepted else self.state.plan_accepted_by
+            self.emit("review_received", review.said())
         return review
 
     async def research_team(self, plan: Plan) -> None:
@@ -308,7 +312,10 @@ class DeepResearch:
         while True:
             if await self.steering.revise_steps(plan):  # between steps: a steer revised the steps not started
                 todo, n = batches(plan, self.request.parallel_research), 0
-            if n >= len(todo) or self.box.out_of_budget():
+            if n >= len(todo):
+                break
+            await self.limits.refresh()  # the owner's daily budget, before each batch
+            if self.box.out_of_budget():
                 break
             batch, n = todo[n], n + 1
             if not await self.team.run_batch(plan, batch):
@@ -341,7 +348,7 @@ class DeepResearch:
             status=status,
             question=self.request.question,
             locale=s.locale,
-            final_report=text,
+            final_report=text + closing_note(s.plan_accepted_by),
             plan=s.plan,
             plan_iterations=s.plan_iterations,
             observations=s.observations,
@@ -356,6 +363,7 @@ class DeepResearch:
             sources=len(s.sources),
             steers=self.steering.views(),
             **recheck.kept(s),
+            **shares(self.request, self.state),
         )
 
     def variables(self, **extra: object) -> dict:
@@ -363,7 +371,9 @@ class DeepResearch:
 
     def set_phase(self, phase: Phase) -> None:
         self.phase = phase
-        workflow.set_current_details(f"Phase: {phase}{self.steering.details()}")
+        workflow.set_current_details(
+            details(phase, self.request.owner, self.state.plan_accepted_by) + self.steering.details()
+        )
         if self.has_attributes:
             workflow.upsert_search_attributes([PHASE_ATTRIBUTE.value_set(self.phase_shown(phase))])
         self.emit("phase", phase)
@@ -429,6 +439,8 @@ class DeepResearch:
             sources=len(self.state.sources),
             rate_limited_since=self.box.calls.waits.since(),
             steers=self.steering.views(),
+            owner_wait=self.limits.waiting,
+            **shares(self.request, self.state),
         )
 
     @workflow.signal(name="review")
@@ -440,15 +452,15 @@ class DeepResearch:
         except ApplicationError as err:
             workflow.logger.warning("review signal ignored: %s", err.message)
             return
-        self.plan_review.feedback = clean_text(feedback)
+        self.plan_review.take(feedback)
 
     @workflow.update(name="submit_review")
     def submit_review(self, feedback: Any, plan_version: Any = None) -> str:
-        self.plan_review.feedback = clean_text(feedback)
-        return "plan accepted" if parse_review(self.plan_review.feedback).accepted else "plan edit requested"
+        return "plan accepted" if parse_review(self.plan_review.take(feedback)).accepted else "plan edit requested"
 
     @submit_review.validator
     def submit_review_validator(self, feedback: Any, plan_version: Any = None) -> None:
+        feedback, plan_version = self.plan_review.unpack(feedback, plan_version)  # a string, or {"feedback", "by"}
         if not isinstance(feedback, str):
             raise ApplicationError("review feedback must be a string starting with [ACCEPTED] or [EDIT_PLAN]")
         if isinstance(plan_version, int) and plan_version > self.state.plan_version:

@@ -66,6 +66,11 @@ class RunState(Model):
     recheck: Recheck | None = None  # what re-reading the prior run's sources found (workflows/recheck.py)
     statements: list[Statement] = Field(default_factory=list)  # the report's, traced (workflows/statements.py)
     steers: list[SteerRecord] = Field(default_factory=list)  # notes sent while it ran (workflows/steering.py)
+    plan_accepted_by: str | None = None  # the user who accepted the plan (workflows/ownership.py)
+    # Tokens the run may use under its owner's daily budget (workflows/owner_limits.py),
+    # and why the research stopped early when a budget stopped it.
+    owner_allowance: int | None = None
+    budget_note: str | None = None
 
     @field_validator("sources", mode="before")
     @classmethod

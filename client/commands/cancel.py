@@ -8,6 +8,7 @@ import argparse
 
 from client.errors import CliError
 from client.options import connection
+from client.users import cancel_as, cli_user
 from infra.errors import cli_name
 from infra.temporal import connect
 
@@ -21,7 +22,7 @@ async def main(args: argparse.Namespace) -> int:
             f"run {args.workflow_id} has already ended ({how}): there is nothing to cancel; "
             f"see `{cli_name()} result {args.workflow_id}`"
         )
-    await handle.cancel()
+    await cancel_as(client, args.workflow_id, cli_user(), "deepresearch cancel")  # the history names who
     print(f"cancel requested for {args.workflow_id}: {what_follows(described.workflow_type, args.workflow_id)}")
     return 0
 

@@ -4,7 +4,8 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-let current = null; // the open run: {id, events, source, status}
+let current = null; // the open run: {id, events, source, status, mayAct}
+let me = null; // who is asking (the desk says, /api/health)
 
 async function api(path, body) {
   const options = body === undefined ? {} : {
@@ -52,7 +53,8 @@ async function loadRuns() {
       row.dataset.runId = run.id;
       row.append(el("span", run.title || run.id, "title"));
       const state = run.status === "running" || run.phase === "cancelled" ? (run.phase || "running") : run.status;
-      row.append(el("span", `${state} · ${new Date(run.started).toLocaleString()}`, "muted"));
+      const whose = run.owner && run.owner !== me ? ` · ${run.owner}'s` : "";
+      row.append(el("span", `${state} · ${new Date(run.started).toLocaleString()}${whose}`, "muted"));
       if (current && current.id === run.id) row.classList.add("open");
       row.addEventListener("click", () => openRun(run.id));
       list.append(row);
@@ -78,6 +80,8 @@ async function startRun(event) {
   if ($("token-budget").value) body.token_budget = Number($("token-budget").value);
   if ($("evidence-pages").value) body.evidence_pages = Number($("evidence-pages").value);
   if ($("evidence-tokens").value) body.evidence_tokens = Number($("evidence-tokens").value);
+  const share = $("share").value.split(/[\s,]+/).filter(Boolean);
+  if (share.length) body.shared_with = share;
   try {
     const started = await api("/runs", body);
     notice("");
@@ -155,13 +159,18 @@ async function refresh() {
   }
   if (!current || current.id !== id) return false;
   current.status = data.status;
+  current.mayAct = !!data.may_act;
   const status = data.status;
   const link = $("temporal-link");
   link.hidden = !data.temporal_ui;
   if (data.temporal_ui) link.href = data.temporal_ui;
   $("run-problem").hidden = !(data.status_problem || data.failure);
   $("run-problem").textContent = data.failure ? "the run failed: " + data.failure : data.status_problem || "";
-  $("cancel").hidden = data.workflow_status !== "running";
+  // A run the asker may only read (shared with them): no review, cancel, answer, ask or making.
+  document.body.classList.toggle("read-only", !data.may_act);
+  $("owner").textContent = data.owner ? `· ${data.owner}'s run` + (data.shared_with.length ? `, shared with ${data.shared_with.join(", ")}` : "") : "";
+  $("read-only").hidden = !!data.may_act;
+  $("cancel").hidden = data.workflow_status !== "running" || !data.may_act;
   if (status) {
     $("phase").textContent = status.phase;
     $("run-title").textContent = status.title || status.question;
@@ -230,7 +239,8 @@ function showPlan(status) {
   const cut = status.steps_cut || [];
   $("steps-cut").hidden = !cut.length;
   $("steps-cut").textContent = cut.length ? `Cut by the step limit: ${cut.join("; ")}` : "";
-  $("review").hidden = !status.review_pending;
+  $("review").hidden = !status.review_pending || !current.mayAct;
+  $("accepted-by").textContent = status.plan_accepted_by ? `plan accepted by ${status.plan_accepted_by}` : "";
 }
 
 // Steering a running run: the box while it runs, and every note sent with where it applied.
@@ -409,7 +419,10 @@ document.addEventListener("DOMContentLoaded", async () => {
   window.addEventListener("popstate", route);
   try {
     const health = await api("/health");
+    me = health.user;
     $("server").textContent = `Temporal at ${health.temporal} (${health.namespace})`;
+    $("whoami").textContent = `${health.user} (${health.role})`;
+    $("start-form").hidden = health.role === "reader"; // readers read what is shared with them
     $("demo").hidden = !health.demo;
     $("demo").textContent = health.demo || "";
   } catch (err) {
