@@ -25,7 +25,7 @@ from tests.test_desk_guard import desk_process
 expect = playwright_api.expect
 QUESTION = "Tell me about Lantern Rock"
 PASSWORDS = {name: f"pw-{name}" for name in ("alice", "bob", "carol", "dan")}
-ACTS = ["review", "answer", "cancel", "ask", "slides", "podcast"]  # every route that acts on a run
+ACTS = ["review", "answer", "cancel", "ask", "slides", "podcast", "steer"]  # every route that acts on a run
 
 
 @pytest.fixture

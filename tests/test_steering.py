@@ -37,8 +37,9 @@ CLOSING = "## Guidance received during the research"
 BIN = Path(sys.executable).parent
 
 
-async def steer(handle, note: str, urls: list[str] = ()) -> dict:
-    return await handle.execute_update("steer", {"note": note, "urls": list(urls)}, result_type=dict)
+async def steer(handle, note: str, urls: list[str] = (), by: str | None = None) -> dict:
+    arg = {"note": note, "urls": list(urls)} | ({"by": by} if by else {})
+    return await handle.execute_update("steer", arg, result_type=dict)
 
 
 async def status(handle) -> RunStatus:
@@ -123,11 +124,12 @@ async def test_a_steer_after_the_last_step_reaches_the_reporter(temporal_client,
     gate = held(llm, script, "researcher", 3)  # the only step's last turn
     handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
     await gate.wait_reached()
-    reply = await steer(handle, "write it for a general audience")
+    reply = await steer(handle, "write it for a general audience", by="alice")
     gate.release()
     result = await handle.result()
 
     assert reply["applies_at"] == "next_turn"  # what it expected; the step ended first
+    assert result.steers[0].by == "alice" and "steered by alice" in result.final_report  # who steered
     assert len(llm.calls("planner")) == 1  # no step was left to revise
     [taken] = result.steers
     assert taken.applied_where == "the report"

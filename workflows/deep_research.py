@@ -48,7 +48,6 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
         ResearchResult,
         RunOutcome,
         RunStatus,
-        StepStatus,
         input_problem,
     )
     from workflows.ownership import closing_note, details, shares
@@ -348,7 +347,7 @@ class DeepResearch:
             status=status,
             question=self.request.question,
             locale=s.locale,
-            final_report=text + closing_note(s.plan_accepted_by),
+            final_report=text + closing_note(s.plan_accepted_by, [st.by for st in s.steers if st.by]),
             plan=s.plan,
             plan_iterations=s.plan_iterations,
             observations=s.observations,
@@ -408,23 +407,13 @@ class DeepResearch:
     @workflow.query(name="status")
     def status(self) -> RunStatus:
         plan = self.state.plan
-        traced = {e.title: e.statements for e in reversed(self.state.evidence)}  # the latest step of a title
-        steps = [
-            StepStatus(
-                title=s.title,
-                step_type=s.step_type,
-                status="done" if s.execution_res is not None else "running" if i in self.team.running else "pending",
-                statements=traced.get(s.title),
-            )
-            for i, s in enumerate(plan.steps if plan else [])
-        ]
         return RunStatus(
             phase=self.phase,
             question=self.request.question,
             title=plan.title if plan else None,
             plan=plan,
             plan_iterations=self.state.plan_iterations,
-            steps=steps,
+            steps=self.team.statuses(plan),
             pending_question=self.question,
             review_pending=self.plan_review.pending,
             plan_version=self.state.plan_version,

@@ -286,6 +286,9 @@ class ResearchResult(Model):
     # results of older runs.
     sources: int | None = None
     steers: list[Steer] = Field(default_factory=list)  # notes sent while it ran, and where each applied
+    owner: str | None = None  # who the run belongs to (None: started before runs had owners)
+    shared_with: list[str] = Field(default_factory=list)
+    plan_accepted_by: str | None = None  # who accepted the plan (None: nobody named, or automatically)
 
 
 class Steer(Model):
@@ -297,9 +300,7 @@ class Steer(Model):
     received_at: str  # ISO 8601, UTC
     applied_at: str | None = None  # None while it waits for the next safe point
     applied_where: str | None = None  # the first place it took effect (or why it never did)
-    owner: str | None = None  # who the run belongs to (None: started before runs had owners)
-    shared_with: list[str] = Field(default_factory=list)
-    plan_accepted_by: str | None = None  # who accepted the plan (None: nobody named, or automatically)
+    by: str | None = None  # who sent it (None: a client that named nobody)
 
 
 class StepStatus(Model):

@@ -20,7 +20,7 @@ from workflows.steering import Steering
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.evidence_models import Gathered, StepEvidence
-    from workflows.models import Plan, Step
+    from workflows.models import Plan, Step, StepStatus
     from workflows.state import AgentCheckpoint
 
 AGENT_FOR_STEP = {"research": "researcher", "processing": "coder", "analysis": "analyst"}
@@ -126,6 +126,20 @@ class ResearchTeam:
             guidance=self.steering.for_turn,
             told=told,
         )
+
+    def statuses(self, plan: Plan | None) -> list[StepStatus]:
+        """Each step of ``plan`` as ``status`` shows it: done, running or
+        pending, and how a finished research step's findings are supported."""
+        traced = {e.title: e.statements for e in reversed(self.box.state.evidence)}  # the latest of a title
+        return [
+            StepStatus(
+                title=s.title,
+                step_type=s.step_type,
+                status="done" if s.execution_res is not None else "running" if i in self.running else "pending",
+                statements=traced.get(s.title),
+            )
+            for i, s in enumerate(plan.steps if plan else [])
+        ]
 
     def task(self, step: Step, earlier: str) -> str:
         """The agent's task: the question, its step and what earlier steps

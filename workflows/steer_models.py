@@ -29,13 +29,15 @@ AppliesAt = Literal["plan", "next_turn", "steps", "report"]
 
 
 class SteerRequest(Model):
-    """The ``steer`` update's and signal's argument. Fields it does not know
-    (an acting ``user``, from newer clients) are ignored, never refused."""
+    """The ``steer`` update's and signal's argument, with the acting user
+    (``by``) when the client names one. Fields it does not know are
+    ignored, never refused."""
 
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
     note: str
     urls: list[str] = Field(default_factory=list)
+    by: str | None = None  # the acting user (workflows/ownership.py), when the client names one
 
 
 class SteerReply(Model):
@@ -64,6 +66,7 @@ class SteerRecord(Steer):
             received_at=self.received_at,
             applied_at=self.applied_at,
             applied_where=self.applied_where,
+            by=self.by,
         )
 
 
@@ -95,7 +98,7 @@ def read_steer(raw: Any) -> SteerRequest:
     for url in urls:
         if not url.lower().startswith(("http://", "https://")) or len(url) > MAX_URL_CHARS or len(url.split()) != 1:
             raise SteerProblem(f"not a web address (http:// or https://) to read: {url[:100]!r}")
-    return SteerRequest(note=note, urls=list(dict.fromkeys(urls)))
+    return SteerRequest(note=note, urls=list(dict.fromkeys(urls)), by=steer.by)
 
 
 def steer_problem(phase: str, steers: int, workflow_id: str) -> str | None:

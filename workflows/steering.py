@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
     from workflows.evidence_models import EvidencePage, StepEvidence, Support, SupportRequest
     from workflows.languages import asked_language, language_name, locale_for
     from workflows.models import Message, ModelRequest, Plan, Steer, Step
+    from workflows.ownership import by_problem
     from workflows.steer_models import (
         SteerProblem,
         SteerRecord,
@@ -79,12 +80,14 @@ class Steering:
             raise ApplicationError(str(err)) from None
         if problem := steer_problem(self._phase(), len(self.state.steers), workflow.info().workflow_id):
             raise ApplicationError(problem)
+        if problem := by_problem(raw):  # who sent it must be a user's name
+            raise ApplicationError(problem)
 
     def take(self, raw: Any) -> SteerReply:
         """Keep a checked steer for the next safe point; where it will apply."""
         request = read_steer(raw)
         at, where = applies_at(self._phase(), self._running())
-        self.state.steers.append(SteerRecord(note=request.note, urls=request.urls, received_at=_now()))
+        self.state.steers.append(SteerRecord(note=request.note, urls=request.urls, received_at=_now(), by=request.by))
         number = len(self.state.steers)
         self.box.emit("steer_received", f"steer {number}: {_short(request.note)} (applies at {at})")
         self.show()

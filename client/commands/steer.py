@@ -20,6 +20,7 @@ import uuid
 from client import quick
 from client.errors import CliError
 from client.options import connection
+from client.users import acting
 from infra.errors import cli_name
 
 MAX_FILE_BYTES = 64_000  # a note read from a file (the run takes at most 4,000 characters of note)
@@ -48,7 +49,7 @@ def note_of(args: argparse.Namespace) -> str:
 
 
 async def main(args: argparse.Namespace) -> int:
-    steer = {"note": note_of(args), "urls": list(args.url or [])}
+    steer = acting({"note": note_of(args), "urls": list(args.url or [])})  # names who steers
     conn = connection(args)
     update_id = str(uuid.uuid4())
     started = time.monotonic()

@@ -343,12 +343,12 @@ class Desk:
         return await self._answer(cancel)
 
     async def steer(self, request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        return await self._answer(lambda: self._with_body(request, lambda body: self._steer(run_id, body)))
+        run_id, user = request.path_params["run_id"], _user(request)
+        return await self._answer(lambda: self._with_body(request, lambda body: self._steer(run_id, body, user)))
 
-    async def _steer(self, run_id: str, body: Any) -> dict:
-        await self._describe(run_id)  # an unknown run: 404
-        return await steer_run(await self.client(), run_id, body)
+    async def _steer(self, run_id: str, body: Any, user: User) -> dict:
+        await access.check(await self.client(), run_id, user, "steer")  # not visible: 404; only readable: 403
+        return await steer_run(await self.client(), run_id, body, user.name)
 
     async def download(self, request: Request) -> Response:
         return await files.download(self, request, _user(request))

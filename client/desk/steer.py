@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 ENDED = "the run has ended: a steer can no longer reach it; ask a follow-up question about its report instead"
 
 
-async def steer_run(client: Client, run_id: str, body: Any) -> dict:
-    """The update's answer; Problem with one line when it cannot be sent or is refused."""
+async def steer_run(client: Client, run_id: str, body: Any, by: str | None = None) -> dict:
+    """The update's answer, naming ``by`` as who steers; Problem with one
+    line when it cannot be sent or is refused."""
     if not isinstance(body, dict):
         raise Problem('send {"note": "…", "urls": ["https://…"]}')
     note, urls = body.get("note"), body.get("urls") or []
@@ -31,6 +32,8 @@ async def steer_run(client: Client, run_id: str, body: Any) -> dict:
     if not isinstance(urls, list) or not all(isinstance(url, str) for url in urls):
         raise Problem('"urls" must be a list of web addresses')
     steer = {"note": note.strip(), "urls": [url.strip() for url in urls if url.strip()]}
+    if by:
+        steer["by"] = by
     try:
         return await execute_update(client, run_id, "steer", [steer], result_type=dict)
     except WorkflowUpdateFailedError as err:
