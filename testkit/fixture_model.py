@@ -73,7 +73,8 @@ class Fixture:
     variant: str = ""
     locale: str = "en-US"
     step: str = ""  # a researcher's: the step's title
-    label: str = ""  # a weak fixture's: "invented" or "faithful enough"
+    label: str = ""  # a weak fixture's: "invented" (one of its replies is) or "faithful enough"
+    invented: tuple[int, ...] = ()  # a weak fixture's replies labelled invented (their indices)
     covers: tuple[str, ...] = ()  # what it shows (a strong fixture's kinds of statement)
     source: str = ""  # where it comes from
     file: str = ""  # its first file, relative to its folder
@@ -117,7 +118,8 @@ def tasks() -> dict[str, dict]:
 def load_fixtures(*folders: Path) -> Fixtures:
     """The fixtures listed in each folder's ``index.json``: entries
     ``{"task", "role", "file"}`` (or ``"files"``: several replies, in order)
-    and optionally ``variant``, ``locale``, ``step``, ``label``, ``covers``,
+    and optionally ``variant``, ``locale``, ``step``, ``label``, ``invented``
+    (the numbers, from 1, of the replies labelled invented), ``covers``,
     ``source``."""
     suite = tasks()
     found = Fixtures(questions={normal(task["question"]): task_id for task_id, task in suite.items()})
@@ -134,6 +136,7 @@ def load_fixtures(*folders: Path) -> Fixtures:
                     locale=entry.get("locale") or default,
                     step=entry.get("step", ""),
                     label=entry.get("label", ""),
+                    invented=tuple(n - 1 for n in entry.get("invented", ())),
                     covers=tuple(entry.get("covers", ())),
                     source=entry.get("source", ""),
                     file=names[0],

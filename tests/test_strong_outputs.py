@@ -62,30 +62,24 @@ def recorded_elsewhere() -> list[Fixture]:
     planner = render_prompt("planner", ECHO_VARIABLES | {"max_step_num": 2})
     example = planner.split("```")[1].replace("$locale", "en-US")
     researcher = render_prompt("researcher", ECHO_VARIABLES)
-    weak = {"variant": WEAK_VARIANT, "label": "invented"}
     return [
-        Fixture(
-            "brackwater-mayor", "reporter", (INVENTED,), source="tests/test_held.py INVENTED (SmolLM2-135M)", **weak
-        ),
-        Fixture(
-            "greyhorn-light",
-            "reporter",
-            (reporter[:1500] + "\n\nI hope this helps.",),
-            source="tests/test_echoes.py: Gemma 3's echo of the reporter prompt",
-            **weak,
-        ),  # fmt: skip
-        Fixture(
-            "carrick-bank", "planner", (example,), source="tests/test_echoes.py: the planner prompt's example", **weak
-        ),
-        Fixture("olvane-founder", "researcher", (researcher,), source="an echo of the researcher prompt", **weak),
-    ]
+        Fixture("brackwater-mayor", "reporter", (INVENTED,), WEAK_VARIANT, label="invented",
+                source="tests/test_held.py INVENTED: SmolLM2-135M's report on brackwater-mayor"),
+        Fixture("greyhorn-light", "reporter", (reporter[:1500] + "\n\nI hope this helps.",), WEAK_VARIANT,
+                label="echo", source="tests/test_echoes.py: Gemma 3's echo of the reporter prompt"),
+        Fixture("carrick-bank", "planner", (example,), WEAK_VARIANT, label="placeholder",
+                source="tests/test_echoes.py: the planner prompt's example as the plan"),
+        Fixture("olvane-founder", "researcher", (researcher,), WEAK_VARIANT, label="echo",
+                source="the researcher prompt echoed, as Gemma 3 echoes the reporter's"),
+    ]  # fmt: skip
 
 
 FIXTURES = load_fixtures(STRONG, WEAK)
 FIXTURES.items += recorded_elsewhere()
 STRONG_ITEMS = [f for f in FIXTURES.items if f.variant != WEAK_VARIANT]
 WEAK_ITEMS = [f for f in FIXTURES.items if f.variant == WEAK_VARIANT]
-INVENTED_ITEMS = [f for f in WEAK_ITEMS if f.label == "invented"]
+CAUGHT = ("invented", "echo", "placeholder")  # the labels of weak outputs that must not ship as written
+INVENTED_ITEMS = [f for f in WEAK_ITEMS if f.label in CAUGHT]
 
 
 def cases() -> list[Case]:
@@ -155,8 +149,10 @@ def _judge_one(f: Fixture, ran: Ran, asked: int, served: int, web: str) -> Outco
         return Outcome(f, ran, asked, served, "failed", f"run {result.status}")
     if f.role == "reporter":
         shipped = normal(text) in normal(result.final_report)
-        if f.variant == WEAK_VARIANT:
-            return Outcome(f, ran, asked, served, "shipped" if shipped else "caught", _said(result, asked))
+        if f.variant == WEAK_VARIANT:  # caught: none of its invented replies is the report as written
+            invented = [f.replies[n].replace("{web}", web) for n in f.invented or range(len(f.replies))]
+            kept = any(normal(t)[:2000] in normal(result.final_report) for t in invented if normal(t))
+            return Outcome(f, ran, asked, served, "shipped" if kept else "caught", _said(result, asked))
         if FALLBACK_MARK in result.final_report:
             return Outcome(f, ran, asked, served, "replaced", _said(result, asked))
         if asked > 1:
