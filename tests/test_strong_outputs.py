@@ -40,7 +40,7 @@ from testkit.fixture_runs import Case, Ran, fixture_workers, run_cases
 from tests.test_held import INVENTED
 from workflows.fallback_report import fallback_report
 from workflows.reply_checks import NOTHING_USABLE
-from workflows.reporter import UNVERIFIED
+from workflows.reporter import UNVERIFIED, verify_citations
 
 pytestmark = [pytest.mark.xdist_group("strong_outputs"), pytest.mark.timeout(600)]
 
@@ -151,7 +151,8 @@ def _judge_one(f: Fixture, ran: Ran, asked: int, served: int, web: str) -> Outco
         shipped = normal(text) in normal(result.final_report)
         if f.variant == WEAK_VARIANT:  # caught: none of its invented replies is the report as written
             invented = [f.replies[n].replace("{web}", web) for n in f.invented or range(len(f.replies))]
-            kept = any(normal(t)[:2000] in normal(result.final_report) for t in invented if normal(t))
+            as_shipped = [normal(verify_citations(t, result.citations))[:2000] for t in invented]  # links checked
+            kept = any(t and t in normal(result.final_report) for t in as_shipped)
             return Outcome(f, ran, asked, served, "shipped" if kept else "caught", _said(result, asked))
         if FALLBACK_MARK in result.final_report:
             return Outcome(f, ran, asked, served, "replaced", _said(result, asked))
