@@ -37,10 +37,10 @@ from infra.connection import Connection
 from infra.temporal import connect
 from testkit.fixture_model import BUILTIN, Fixture, FixtureModel, load_fixtures, normal
 from testkit.fixture_runs import Case, Ran, fixture_workers, run_cases
-from tests.test_held import INVENTED
 from workflows.fallback_report import fallback_report
 from workflows.reply_checks import NOTHING_USABLE
 from workflows.reporter import UNVERIFIED, verify_citations
+from workflows.statements import MARK, NOTE_HEADING
 
 pytestmark = [pytest.mark.xdist_group("strong_outputs"), pytest.mark.timeout(600)]
 
@@ -53,9 +53,18 @@ ECHO_VARIABLES = {"locale": "en-US", "current_time": "2026-11-27, Friday", "repo
 FALLBACK_MARK = fallback_report("q", [], [], "x").split("\n\n")[1][:40]  # "> **Partial report:** the reporter failed"
 
 
+# SmolLM2-135M's report on brackwater-mayor, as it wrote it on the eval suite
+# (kept by the old held-share tests): the material's names, invented statements.
+INVENTED = """The Harrowgate Ferry, the only vessel that travels from Brackwater to Saltcombe, offers a great deal to
+visitors. The Ferry Pier, a beautiful building on the south coast of Brackwater, will double its capacity.
+The Ferries also offer an excellent tour that includes 50 different sights for sightseeing.
+In 2020 the Brackwater Council saw a significant increase to 800 vessels, mostly in the sea.
+The Tresco, designed by a team from a luxury company, is bringing a fresh new look to Brackwater."""
+
+
 def recorded_elsewhere() -> list[Fixture]:
     """Weak outputs other tests keep, run here through the whole workflow:
-    SmolLM2's invented report (tests/test_held.py), Gemma's echo of the
+    SmolLM2's invented report (``INVENTED``), Gemma's echo of the
     reporter's prompt and the planner prompt's example as a plan
     (tests/test_echoes.py), an echo of the researcher's prompt."""
     reporter = render_prompt("reporter", ECHO_VARIABLES)
@@ -64,7 +73,7 @@ def recorded_elsewhere() -> list[Fixture]:
     researcher = render_prompt("researcher", ECHO_VARIABLES)
     return [
         Fixture("brackwater-mayor", "reporter", (INVENTED,), WEAK_VARIANT, label="invented",
-                source="tests/test_held.py INVENTED: SmolLM2-135M's report on brackwater-mayor"),
+                source="INVENTED: SmolLM2-135M's report on brackwater-mayor"),
         Fixture("greyhorn-light", "reporter", (reporter[:1500] + "\n\nI hope this helps.",), WEAK_VARIANT,
                 label="echo", source="tests/test_echoes.py: Gemma 3's echo of the reporter prompt"),
         Fixture("carrick-bank", "planner", (example,), WEAK_VARIANT, label="placeholder",
@@ -177,11 +186,16 @@ def _judge_one(f: Fixture, ran: Ran, asked: int, served: int, web: str) -> Outco
     have = [line.strip() for line in findings.splitlines()]
     missing = [line for line in lines if not any(h.startswith(line) for h in have)]
     ok = served == 1 and not missing and NOTHING_USABLE.split(":")[0] not in findings
-    return Outcome(f, ran, asked, served, "as written" if ok else "changed", f"served {served}; missing {missing[:2]}")
+    why = f"served {served}; missing {missing[:2]}; findings: {findings[:300]!r}"
+    return Outcome(f, ran, asked, served, "as written" if ok else "changed", why)
 
 
 def _said(result, asked: int) -> str:
-    return f"reporter called {asked}x; warnings {result.warnings}; report starts {result.final_report[:160]!r}"
+    unsupported = [s.text[:120] for s in result.statements if s.support == "unsupported"]
+    return (
+        f"reporter called {asked}x; warnings {result.warnings}; not found in the sources: {unsupported}; "
+        f"report starts {result.final_report[:160]!r}"
+    )
 
 
 def guard_rates(found: dict[str, Outcome]) -> dict:
@@ -223,7 +237,12 @@ async def test_a_strong_output_goes_through_every_guard_as_written(outcomes: dic
 
 @pytest.mark.parametrize("fixture", INVENTED_ITEMS, ids=fixture_id)
 async def test_a_weak_models_invented_output_is_not_shipped_as_written(outcomes: dict[str, Outcome], fixture: Fixture):
+    """Asked again; then replaced by the report built from the findings, or
+    (when less than half of the better reply is found in no source) kept with
+    its unsupported statements marked and a warning: never shipped as written,
+    as research (issue 37, item 2)."""
     outcome = outcomes[fixture_id(fixture)]
-    # The lead may tighten this: re-asked, then replaced by the fallback or
-    # shipped with its unsupported statements marked (issue 37, item 2).
     assert outcome.verdict == "caught", (outcome.verdict, outcome.why)
+    result = outcome.ran.result
+    if fixture.role == "reporter" and any("marked in the report" in w for w in result.warnings):
+        assert MARK in result.final_report and NOTE_HEADING in result.final_report  # kept: marked, and listed
