@@ -555,7 +555,9 @@ def test_11_a_pdf_that_takes_too_long_is_stopped_at_its_time_limit():
 
 
 def our_children() -> list[tuple[int, str, str]]:
-    """(pid, state, command line) of this process's child processes."""
+    """(pid, state, command line) of this process's page converters (its
+    children running activities.html_text; the session's dev server and
+    other children are not theirs to count)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -568,7 +570,7 @@ def our_children() -> list[tuple[int, str, str]]:
         except OSError:
             continue
         state, parent = stat.rsplit(")", 1)[1].split()[:2]
-        if int(parent) == os.getpid():
+        if int(parent) == os.getpid() and "activities.html_text" in command:
             found.append((int(entry), state, command))
     return found
 
