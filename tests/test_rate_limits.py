@@ -28,7 +28,8 @@ from client.runs import start_research
 from infra.connection import Connection
 from testkit.account_limit import AccountLimit
 from testkit.crash import CrashRun, repeated_calls, unattributed_calls
-from testkit.runs import start
+from testkit.llm_server import Reply
+from testkit.runs import keep_history, polled, start
 from testkit.worker_process import WorkerProcess
 from workflows.models import ResearchInput, ResearchResult, RunStatus
 
@@ -124,6 +125,51 @@ async def test_a_waiting_run_says_so_in_its_status(temporal_client, task_queue, 
     assert "waiting on the model provider's rate limit since " in out.decode()
     assert "1 wait on the provider's rate limit" in out.decode()
     await handle.terminate()
+
+
+async def cli(env: dict[str, str], *args: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        str(CLI), *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
+
+
+async def test_a_second_cancel_ends_a_run_whose_every_model_call_is_refused(
+    temporal_client, task_queue, worker, worker_env, llm, script
+):
+    """Issue 36: the provider refuses every request. `cancel` moves the run
+    to its partial report, whose model call waits on the same limit (within
+    the cancel's grace: workflows/cancelling.py); `cancel` again ends it at
+    once, its findings and sources the report."""
+    llm.handler = lambda request: Reply(status=429, headers={"Retry-After": "2"}, content="slow down")
+    handle = await start(temporal_client, task_queue, QUESTION)
+    status = lambda: handle.query("status", result_type=RunStatus)  # noqa: E731
+    assert (await polled(status, lambda s: s.rate_limited_since is not None, 60)).rate_limited_since
+    assert "cancel requested for" in await cli(worker_env, "cancel", handle.id)
+    waiting = await polled(
+        status, lambda s: bool(s.phase == "reporting" and s.rate_limited_since and llm.calls("reporter")), 60
+    )
+    assert waiting.phase == "reporting" and llm.calls("reporter"), "the partial report never asked the model"
+    assert waiting.rate_limited_since, "the partial report is not waiting on the provider's limit"
+    assert "cancelled again" in await cli(worker_env, "cancel", handle.id)
+    async with asyncio.timeout(30):  # the grace is 2 minutes: only the second cancel ends it this soon
+        result = await handle.result()
+    assert result.status == "cancelled"
+    assert "the run was cancelled again while its partial report was being written" in result.final_report
+    assert (await status()).phase == "cancelled"
+    assert "already ended (cancelled)" in (await _cli_fails(worker_env, "cancel", handle.id))
+    await keep_history(handle, "cancelled_again")  # waits that back off, a report cut short
+
+
+async def _cli_fails(env: dict[str, str], *args: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        str(CLI), *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode != 0
+    return err.decode()
 
 
 async def test_a_wait_the_runs_deadline_cuts_short_fails_it_at_once_saying_why(

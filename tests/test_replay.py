@@ -6,7 +6,7 @@ Re-record (after a deliberate, versioned change) with:
         tests/test_hostile_model.py tests/test_nothing_lost.py tests/test_side_outputs.py \
         tests/test_research_goes_on.py tests/test_schedules.py tests/test_eval_e2e.py tests/test_recheck.py \
         tests/test_evidence.py \
-        tests/test_echoing_model.py tests/test_faults.py
+        tests/test_echoing_model.py tests/test_faults.py tests/test_rate_limits.py
 (Record only new histories: a history recorded by the old code is what
 proves the new code can still replay it.)
 """
@@ -65,6 +65,7 @@ def test_there_are_histories_to_replay():
         "report_language_asked_again",
         "rate_limit_waited",  # a model call on the model queue, refused (429), waited out, called again
         "report_unsupported",  # a report stating what its material does not say, twice: the findings and pages
+        "cancelled_again",  # every call refused (waits backing off); cancelled, then again while reporting
     } <= {p.stem for p in HISTORIES}
 
 

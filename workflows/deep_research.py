@@ -26,6 +26,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 from workflows import continuation, coordinator, evidence, investigation, planner, recheck, reporter
 from workflows.activity_calls import ActivityCalls, failure_reason
 from workflows.box import Box
+from workflows.cancelling import CancelGrace
 from workflows.failures import PARTIAL_REPORT, blob_missing
 from workflows.research_team import ResearchTeam, batches
 from workflows.review import PlanReview, Review, parse_review
@@ -81,6 +82,7 @@ class DeepResearch:
         self.box = Box(r, self.state, calls, self.variables, self.emit)
         self.team = ResearchTeam(self.box)
         self.plan_review = PlanReview()
+        self.grace = CancelGrace()  # a cancelled run's time to write its report
         self.phase: Phase = "coordinating"
         self.question: str | None = None  # clarification question awaiting an answer
         self.answer: str | None = None
@@ -108,6 +110,7 @@ class DeepResearch:
             # Cancelled (`deepresearch cancel`): report what was found so far.
             self.emit("notice", "the run was cancelled: writing a report from what was found so far")
             self.set_phase("reporting")
+            self.grace.begin(self.box.calls.waits)
             try:
                 report = await self.report(partial="the run was cancelled")
             except (ActivityError, ApplicationError) as failed:
@@ -227,7 +230,7 @@ class DeepResearch:
         and sources are the report (``workflows/fallback_report.py``), which
         says so at its top, and the run carries a warning."""
         try:
-            return await reporter.write_report(self.box, partial)
+            return await self.grace.bounded(reporter.write_report(self.box, partial))
         except (ActivityError, ApplicationError) as err:
             if is_cancelled_exception(err) or blob_missing(err) or not workflow.patched("fallback-report"):
                 raise

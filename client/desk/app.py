@@ -347,9 +347,12 @@ class Desk:
 
     async def cancel(self, request: Request) -> Response:
         async def cancel() -> dict:
+            from client.commands.cancel import request_cancel
+
             run_id = request.path_params["run_id"]
-            await self._describe(run_id)
-            await (await self.client()).get_workflow_handle(run_id).cancel()
+            described = await self._describe(run_id)
+            if await request_cancel((await self.client()).get_workflow_handle(run_id), described):
+                return {"message": "cancelled again: the run ends now with its findings and sources as the report"}
             return {"message": "cancel requested: the run writes a partial report"}
 
         return await self._answer(cancel)
