@@ -21,7 +21,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from client.runs import start_research
@@ -32,6 +34,7 @@ from testkit.llm_server import Reply
 from testkit.runs import keep_history, polled, start
 from testkit.worker_process import WorkerProcess
 from workflows.models import ResearchInput, ResearchResult, RunStatus
+from workflows.rate_limits import model_queue
 
 QUESTION = "Tell me about Lantern Rock"
 CLI = Path(sys.executable).parent / "deepresearch"
@@ -104,6 +107,52 @@ async def test_20_runs_at_5_requests_a_second_see_few_rate_limits(
     assert served == 20 * CALLS_PER_SHORT_RUN == sum(r.usage.llm_calls for r in results)
     assert limited * 4 <= served, f"{limited} 429s for {served} served requests"
     assert sum(r.usage.rate_limited for r in results) == limited
+
+
+async def test_the_pace_one_fleet_learnt_is_kept_for_the_next_runs_and_workers(
+    temporal_client, task_queue, research_worker, llm, script
+):
+    """Issue 36: nothing configured (no DEEPRESEARCH_MODEL_RPS). A first fleet
+    of runs started at once on a 2-requests-a-second account learns the pace
+    from its 429s, and the Temporal server keeps it as the model queue's rate
+    limit (activities/learnt_pace.py); a second fleet, on a new worker, keeps
+    to it from its first call: at most one 429 per four served requests
+    (without the learnt pace: about one per served request)."""
+    short_runs(script)
+    llm.account = AccountLimit(rate=2.0)
+
+    async def fleet() -> list[ResearchResult]:
+        handles = await asyncio.gather(*(start(temporal_client, task_queue, QUESTION, **SHORT) for _ in range(12)))
+        return await finish(list(handles), 180)
+
+    async with research_worker():
+        assert [r.status for r in await fleet()] == ["completed"] * 12
+    first_served, first_limited = counts(llm)
+    learnt = await _model_queue_limit(temporal_client, task_queue)
+    print(f"first fleet: {first_served} served, {first_limited} refused; learnt {learnt}")
+    assert first_limited > 0, "the provider never refused a request: the test proved nothing"
+    assert learnt is not None and 0 < learnt < 2.0, learnt
+    async with research_worker():  # a new worker, new runs
+        results = await fleet()
+    served, limited = (now - before for now, before in zip(counts(llm), (first_served, first_limited), strict=True))
+    print(f"next fleet: {served} served, {limited} refused")
+    assert [r.status for r in results] == ["completed"] * 12
+    assert served == 12 * CALLS_PER_SHORT_RUN
+    assert limited * 4 <= served, f"{limited} 429s for {served} served requests"
+
+
+async def _model_queue_limit(client: Client, task_queue: str) -> float | None:
+    """The model queue's rate limit set through Temporal's API, if any."""
+    described = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace,
+            task_queue=TaskQueue(name=model_queue(task_queue)),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+            report_config=True,
+        )
+    )
+    limit = described.config.queue_rate_limit
+    return limit.rate_limit.requests_per_second if limit.HasField("rate_limit") else None
 
 
 async def test_a_waiting_run_says_so_in_its_status(temporal_client, task_queue, worker, worker_env, llm, script):
