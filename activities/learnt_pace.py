@@ -10,21 +10,23 @@ on the Temporal server (``UpdateTaskQueueConfig``, which overrides the limit
 workers set, and which the server keeps in its database):
 
 - after a 429 (once per ``HOLD`` seconds: the refusals that follow a cut
-  are mostly the same burst), and a second (``SETTLE``) for the provider's
-  answers to arrive, the limit becomes ``MARGIN`` of what the provider served
-  lately (this worker's served calls over the last second or the last
-  ``WINDOW`` seconds, whichever is more, times the workers polling the
-  queue), and below the limit that was set; with fewer than ``MIN_SERVED``
-  calls served in that time, nothing is learnt (a 429 at a quiet time says
-  little of the account's pace), and never below ``MARGIN`` of the most
-  it served in ``WINDOW`` seconds without refusing one, in the last
-  ``PROVEN_FOR`` (``proven_rate``: refusals that come whatever the pace, an
-  account's other users, do not drive the limit to nothing);
+  are mostly the same burst; the first time, a second later, ``SETTLE``,
+  for the provider's answers to arrive), the limit becomes ``MARGIN`` of
+  what the provider served lately (this worker's served calls over the last
+  second or the last ``WINDOW`` seconds, whichever is more, times the
+  workers polling the queue), and below the limit that was set; with fewer
+  than ``MIN_SERVED`` calls served in that time, nothing is learnt (a 429 at
+  a quiet time says little of the account's pace); and never below
+  ``FLOOR`` of the most it served in ``WINDOW`` seconds without refusing
+  one, in the last ``PROVEN_FOR`` (``proven_rate``: refusals that come
+  whatever the pace, an account's other users, do not drive the limit to
+  nothing);
 - while calls wait in the queue behind that limit (the limit binds) and the
-  provider refuses none, it grows every ``RAISE_EVERY`` seconds, by 5 %,
-  then 10, 20 and 40 % a time (``raise_factor``): a limit learnt at a quiet
-  time catches up in a minute with a fleet that needs more; the next 429
-  cuts it again.
+  provider refuses none, it grows every ``RAISE_EVERY`` seconds: by 5 % a
+  time four times after a cut (the account's limit is near), then by 10, 20
+  and 40 % a time (``raise_factor``: a limit learnt at a quiet time catches
+  up in about a minute with a fleet that needs more); the next 429 cuts it
+  again.
 
 The setting names the endpoint it was learnt from (its reason, shown by
 ``temporal task-queue config get``). A worker started later adopts it; one
@@ -50,7 +52,7 @@ from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import RateLimit, TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, UpdateTaskQueueConfigRequest
 from temporalio.client import Client
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +60,9 @@ WINDOW = 10.0  # seconds of served calls that say what the provider serves
 SETTLE = 1.0  # seconds after a 429 before the rate is estimated
 HOLD = 5.0  # seconds after a cut during which 429s cut no further
 RAISE_EVERY = 5.0  # seconds between two raises
-GROW = 1.05  # the first raise after a cut; each next one adds twice as much, to 1.4
+GROW = 1.05  # the first raises after a cut; then each adds twice as much, to 1.4
+GENTLE_RAISES = 4  # raises by GROW after a cut, before they grow
+FLOOR = 0.8  # of the pace served without a 429: no cut goes lower
 MARGIN = 0.9
 LOWEST = 1 / 60  # requests a second: one a minute
 MIN_SERVED = 4  # calls served in the last WINDOW seconds, to learn from a 429
@@ -66,6 +70,7 @@ PROVEN_FOR = 600.0  # seconds a pace served without a 429 bounds the cuts
 QUEUED = 0.5  # seconds a served call waited in the queue: the limit binds
 POLLER_SEEN = timedelta(minutes=2)  # a worker polled this recently: it shares the pace
 SAY_EVERY = 60.0
+NO_API = (RPCStatusCode.UNIMPLEMENTED, RPCStatusCode.PERMISSION_DENIED, RPCStatusCode.INVALID_ARGUMENT)
 OURS = "deepresearch: learnt from the 429s of "  # + the endpoint: the setting's reason
 
 
@@ -96,8 +101,8 @@ def peak_served_rate(times: Sequence[float], now: float) -> float:
 
 def raise_factor(raises: int) -> float:
     """The limit's growth at the ``raises``-th raise since the last cut
-    (0: the first): 5 %, 10 %, 20 %, then 40 % a time."""
-    return 1 + (GROW - 1) * 2 ** min(raises, 3)
+    (0: the first): 5 % four times, then 10 %, 20 %, then 40 % a time."""
+    return 1 + (GROW - 1) * 2 ** min(max(raises - GENTLE_RAISES + 1, 0), 3)
 
 
 def proven_rate(served: Sequence[float], limited: Sequence[float], now: float) -> float:
@@ -189,7 +194,7 @@ class LearntPace:
     def _cut(self) -> float | None:
         """The limit to set after a 429, None to leave it as it is."""
         cut = cut_rate(self.rate, self.served_rate() * self.workers)
-        proven = MARGIN * proven_rate(self._served, self._refused, self._clock()) * self.workers
+        proven = FLOOR * proven_rate(self._served, self._refused, self._clock()) * self.workers
         if cut is not None and cut < proven:
             cut = proven if self.rate is None else min(proven, self.rate)
         return cut if cut is not None and cut != self.rate else None
@@ -219,7 +224,8 @@ class LearntPace:
         while (what := self._wanted) is not None:
             try:
                 if what == "cut":
-                    await asyncio.sleep(SETTLE)  # the answers of the burst arrive
+                    if self.rate is None:  # a first estimate: the answers of the burst arrive
+                        await asyncio.sleep(SETTLE)
                     cut = await self._read() and self._enough() and self._cut()
                     if cut:  # else too little was served lately: nothing learnt
                         await self._set(cut)
@@ -228,8 +234,10 @@ class LearntPace:
                     await self._set(self.rate * raise_factor(self._raises), raised=True)
                     self._raises += 1
             except RPCError as err:
-                self._no_api(err)
-                return
+                if err.status in NO_API:
+                    self._no_api(err)
+                    return
+                log.info("model calls: the learnt rate limit could not be read or set (%s); later again", err)
             finally:
                 if self._wanted == what:
                     self._wanted = None

@@ -53,7 +53,7 @@ def test_the_proven_rate_is_the_most_served_in_ten_seconds_without_a_429():
 
 
 def test_the_limit_grows_faster_the_longer_no_429_comes():
-    assert [raise_factor(n) for n in range(6)] == pytest.approx([1.05, 1.1, 1.2, 1.4, 1.4, 1.4])
+    assert [raise_factor(n) for n in range(9)] == pytest.approx([1.05] * 4 + [1.1, 1.2, 1.4, 1.4, 1.4])
 
 
 def test_a_cut_is_below_what_was_served_and_what_was_set():
@@ -157,7 +157,7 @@ async def test_a_429_at_a_quiet_time_teaches_nothing():
 
 async def test_refusals_that_come_whatever_the_pace_do_not_drive_the_limit_to_nothing():
     """A provider (or the account's other users) refusing now and then:
-    each 429 cuts, but never below 90 % of the pace it served for ten
+    each 429 cuts, but never below 80 % of the pace it served for ten
     seconds without one."""
     service, clock = Service(), Clock()
     pace = LearntPace(Client(service), "q-model", "llm:1", clock=clock)
@@ -171,7 +171,7 @@ async def test_refusals_that_come_whatever_the_pace_do_not_drive_the_limit_to_no
         for _ in range(int(6 * (pace.rate or 2.0))):
             clock.now += 1 / (pace.rate or 2.0)
             pace.served(1.0)
-    assert min(service.updates) >= 0.9 * 2.0 * 0.99
+    assert min(service.updates) >= 0.8 * 2.0 * 0.99
     assert len(service.updates) >= 1
 
 
@@ -189,7 +189,7 @@ async def test_the_rate_grows_only_while_calls_wait_behind_it():
         clock.now += 1
         pace.served(1.0)
         await settled(pace)
-    assert service.updates == [pytest.approx(2.0 * 1.05), pytest.approx(2.0 * 1.05 * 1.1)]
+    assert service.updates == [pytest.approx(2.0 * 1.05), pytest.approx(2.0 * 1.05**2)]
     pace.limited()  # then a 429: cut, and no raise for a while
     await settled(pace)
     clock.now += 1

@@ -131,7 +131,7 @@ async def test_the_pace_one_fleet_learnt_is_kept_for_the_next_runs_and_workers(
     learnt = await _model_queue_limit(temporal_client, task_queue)
     print(f"first fleet: {first_served} served, {first_limited} refused; learnt {learnt}")
     assert first_limited > 0, "the provider never refused a request: the test proved nothing"
-    assert learnt is not None and 0 < learnt < 2.0, learnt
+    assert learnt is not None and 0 < learnt < 2 * 2.0, learnt  # about the account's rate (probing: a little above)
     async with research_worker():  # a new worker, new runs
         results = await fleet()
     served, limited = (now - before for now, before in zip(counts(llm), (first_served, first_limited), strict=True))
