@@ -203,9 +203,10 @@ async def test_a_second_cancel_ends_a_run_whose_every_model_call_is_refused(
     assert waiting.phase == "reporting" and llm.calls("reporter"), "the partial report never asked the model"
     assert waiting.rate_limited_since, "the partial report is not waiting on the provider's limit"
     assert "cancelled again" in await cli(worker_env, "cancel", handle.id)
-    async with asyncio.timeout(30):  # the grace is 2 minutes: only the second cancel ends it this soon
+    async with asyncio.timeout(90):
         result = await handle.result()
     assert result.status == "cancelled"
+    # Ended by the second cancel, not by the grace's end (2 minutes after the first).
     assert "the run was cancelled again while its partial report was being written" in result.final_report
     assert (await status()).phase == "cancelled"
     assert "already ended (cancelled)" in (await _cli_fails(worker_env, "cancel", handle.id))

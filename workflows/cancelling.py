@@ -12,6 +12,10 @@ once the run is cancelled its reporter has ``GRACE`` in all:
   `deepresearch cancel` and the desk send to a run whose cancel was already
   asked: Temporal records one cancel request per run) stops it at once.
 
+A cancel that comes just as a model call's 429 arrives is not lost in it
+(``ProviderWaits._unless_cancelled``; the same for the cut-short reporter:
+it is cancelled again until it ends).
+
 Then the report is the one the workflow writes itself from the findings and
 the sources (workflows/fallback_report.py, no model call; the passages they
 rest on come from two local activities on the run's own queue), saying why,
@@ -29,9 +33,9 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from workflows.rate_limits import ProviderWaits
+from workflows.rate_limits import CANCEL_PATCH, ProviderWaits
 
-PATCH = "cancel-ends-in-bounded-time"
+PATCH = CANCEL_PATCH
 GRACE = timedelta(minutes=2)  # a cancelled run's reporter, rate-limit waits included
 CANCEL_AGAIN = "cancel_again"  # the signal of a second cancel
 CUT_SHORT = "ReportCutShort"  # the error that makes report() write the report itself
@@ -43,6 +47,7 @@ class CancelGrace:
     def __init__(self) -> None:
         self.until: datetime | None = None  # None: not cancelled (or recorded before PATCH)
         self.again = False
+        self.waits: ProviderWaits | None = None
 
     def begin(self, waits: ProviderWaits) -> None:
         """The run was cancelled: its report has ``GRACE`` from now, and a
@@ -50,6 +55,7 @@ class CancelGrace:
         if not workflow.patched(PATCH):
             return
         self.until = waits.deadline = workflow.now() + GRACE
+        self.waits = waits
         workflow.set_signal_handler(CANCEL_AGAIN, self._cancel_again)
 
     def _cancel_again(self, *_: Any) -> None:
@@ -67,9 +73,16 @@ class CancelGrace:
             await workflow.wait_condition(lambda: task.done() or self.again, timeout=max(left, 1.0))
         if task.done():
             return task.result()
-        task.cancel()  # its model call or wait is cancelled at once
+        if self.waits:
+            self.waits.deadline = workflow.now()  # no call waits on the provider any more
+        while not task.done():
+            # Its model call or wait is cancelled at once; but a cancel that comes as
+            # the call ends is lost in its outcome (the SDK keeps it): cancel again.
+            task.cancel()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await workflow.wait_condition(task.done, timeout=1.0)
         with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
+            task.result()
         raise ApplicationError(cut_short_reason(self.again), type=CUT_SHORT, non_retryable=True)
 
 

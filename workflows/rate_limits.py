@@ -34,6 +34,7 @@ Recorded runs replay as they ran: ``PATCH``, ``BACKOFF_PATCH``.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import itertools
 from collections.abc import Callable
@@ -46,6 +47,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 PATCH = "wait-on-rate-limits"  # model calls on their own queue, rate limits waited out
 BACKOFF_PATCH = "back-off-every-wait"  # every wait of a call at least the backoff, even "now"
+CANCEL_PATCH = "cancel-ends-in-bounded-time"  # a cancelled run waits no more (workflows/cancelling.py)
 RATE_LIMITED = "ModelRateLimited"  # the activity's error type for a provider's rate limit
 MODEL_QUEUE_SUFFIX = "-model"
 LONGEST_WAIT = 600.0  # seconds in one wait; a longer Retry-After is waited in turns
@@ -175,6 +177,7 @@ class ProviderWaits:
                     limited, asked = asked_seconds(err)
                     if not limited:
                         raise
+                    self._unless_cancelled()
                     since = self._waiting.setdefault(me, workflow.now())
                     waited = (workflow.now() - since).total_seconds() if workflow.patched(BACKOFF_PATCH) else None
                     seconds = wait_seconds(asked, waits, workflow.random().random(), waited)
@@ -182,9 +185,19 @@ class ProviderWaits:
                     if ends and workflow.now() + timedelta(seconds=seconds) >= min(ends):
                         raise  # the run ends (or its grace does) before the wait would: say why
                     await self._wait(seconds, str(err.cause))
+                    self._unless_cancelled()
                     waits += 1
         finally:
             self._waiting.pop(me, None)
+
+    def _unless_cancelled(self) -> None:
+        """Raise the run's cancellation when it was cancelled and the call
+        did not hear of it: Temporal's cancel came as the call's 429 (or the
+        wait's timer) arrived, and the SDK kept that outcome instead. The
+        run then writes its partial report, whose own calls wait within the
+        grace (``deadline``). Runs recorded before: ``CANCEL_PATCH``."""
+        if self.deadline is None and workflow.cancellation_reason() is not None and workflow.patched(CANCEL_PATCH):
+            raise asyncio.CancelledError("the run was cancelled")
 
     async def _wait(self, seconds: float, why: str) -> None:
         now = workflow.now()
