@@ -722,9 +722,9 @@ async def test_run_passes_large_payloads_from_worker_to_client_through_s3(
     client = await connect_when_ready(Connection(address=dev_server.address, data_dir=client_dir))
     # ~300 KB of rows that differ (a reply that repeats itself is cut as a loop), in a code block: a
     # listing, not statements (as prose its made-up figures would be invention, and the report refused)
-    script.report_extra = "\n\nAppendix:\n```\n" + "".join(
-        f"long table row {i} | {i * 7} | {i * 13} |\n" for i in range(8_000)
-    ) + "```\n"
+    script.report_extra = (
+        "\n\nAppendix:\n```\n" + "".join(f"long table row {i} | {i * 7} | {i * 13} |\n" for i in range(8_000)) + "```\n"
+    )
     worker, held = build_worker(worker_client, settings, task_queue, max_cached_workflows=0)
     try:
         async with worker:

@@ -7,7 +7,7 @@ Re-record (after a deliberate, versioned change) with:
         tests/test_research_goes_on.py tests/test_schedules.py tests/test_eval_e2e.py tests/test_recheck.py \
         tests/test_evidence.py \
         tests/test_echoing_model.py tests/test_faults.py tests/test_report_support.py tests/test_steering.py \
-        tests/test_ownership.py tests/test_user_limits.py
+        tests/test_ownership.py tests/test_user_limits.py tests/test_rate_limits.py
 (Record only new histories: a history recorded by the old code is what
 proves the new code can still replay it.)
 """
@@ -73,6 +73,7 @@ def test_there_are_histories_to_replay():
         "steered_page_read",  # a steer with a page: read by the workflow, its passages in the evidence and report
         "owned_run",  # a run with an owner, shared; its plan accepted by a named user ({"feedback", "by"})
         "owner_limits_waited",  # a run held back by its owner's concurrent-runs limit, then run
+        "cancelled_again",  # every call refused (waits backing off); cancelled, then again while reporting
     } <= {p.stem for p in HISTORIES}
 
 

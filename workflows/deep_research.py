@@ -23,9 +23,10 @@ from temporalio import workflow
 from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
-from workflows import continuation, coordinator, evidence, investigation, planner, recheck, reporter
+from workflows import continuation, coordinator, investigation, planner, recheck, reporter
 from workflows.activity_calls import ActivityCalls, failure_reason
 from workflows.box import Box
+from workflows.cancelling import CancelGrace
 from workflows.failures import PARTIAL_REPORT, blob_missing
 from workflows.owner_limits import OwnerLimits
 from workflows.research_team import ResearchTeam, batches
@@ -34,7 +35,6 @@ from workflows.steering import Steering
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.clean import clean_text
-    from workflows.fallback_report import fallback_report
     from workflows.languages import guess_locale
     from workflows.models import (
         PHASE_ATTRIBUTE,
@@ -86,6 +86,7 @@ class DeepResearch:
         self.team = ResearchTeam(self.box, self.steering)
         self.plan_review = PlanReview()
         self.limits = OwnerLimits(r, self.state, self.emit)  # the owner's per-user limits
+        self.grace = CancelGrace()  # a cancelled run's time to write its report
         self.phase: Phase = "coordinating"
         self.question: str | None = None  # clarification question awaiting an answer
         self.answer: str | None = None
@@ -113,6 +114,7 @@ class DeepResearch:
             # Cancelled (`deepresearch cancel`): report what was found so far.
             self.emit("notice", "the run was cancelled: writing a report from what was found so far")
             self.set_phase("reporting")
+            self.grace.begin(self.box.calls.waits)
             try:
                 report = await self.report(partial="the run was cancelled")
             except (ActivityError, ApplicationError) as failed:
@@ -239,21 +241,11 @@ class DeepResearch:
         and sources are the report (``workflows/fallback_report.py``), which
         says so at its top, and the run carries a warning."""
         try:
-            return await reporter.write_report(self.box, partial)
+            return await self.grace.bounded(reporter.write_report(self.box, partial))
         except (ActivityError, ApplicationError) as err:
             if is_cancelled_exception(err) or blob_missing(err) or not workflow.patched("fallback-report"):
                 raise
-            why = failure_reason(err)
-            s = self.state
-            self.box.warn(
-                f"the reporter failed ({why}): the report is the research steps' findings and the run's sources, "
-                "not a report written by the model"
-            )
-            findings = [(step.title, step.execution_res) for step in s.finished() if step.execution_res]
-            # What the pages say, beside what a weak researcher made of it (recorded runs: the findings only).
-            passages = await evidence.passages_text(self.box) if workflow.patched("fallback-with-passages") else ""
-            text = fallback_report(s.topic, findings, list(s.sources.values()), why, partial, s.background, passages)
-            return reporter.verify_citations(text, list(s.sources.values()))
+            return await reporter.findings_report(self.box, failure_reason(err), partial)
 
     async def build_on_earlier(self, rechecking: bool) -> ResearchResult | None:
         """Steps 1b and 1c: the earlier run (loaded already when re-checking)

@@ -66,7 +66,6 @@ from client.follow import progress_events
 from client.runs import WORKFLOW_TYPE, new_workflow_id, start_research
 from client.talk import QUERY_TIMEOUT
 from client.updates import execute_update
-from client.users import cancel_as
 from client.wording import usage_text
 from infra.connection import Connection
 from infra.temporal import connect
@@ -334,10 +333,16 @@ class Desk:
 
     async def cancel(self, request: Request) -> Response:
         async def cancel() -> dict:
+            from client.commands.cancel import request_cancel
+
             run_id, user = request.path_params["run_id"], _user(request)
             client = await self.client()
-            await access.check(client, run_id, user, "cancel")
-            await cancel_as(client, run_id, user.name, "the research desk")  # the history names who cancelled
+            described = await access.check(client, run_id, user, "cancel")
+            # the history names who cancelled; a second cancel ends the partial report at once
+            if await request_cancel(
+                client, client.get_workflow_handle(run_id), described, user.name, "the research desk"
+            ):
+                return {"message": "cancelled again: the run ends now with its findings and sources as the report"}
             return {"message": "cancel requested: the run writes a partial report"}
 
         return await self._answer(cancel)
