@@ -23,11 +23,13 @@ from activities.deck import DeckActivities
 from activities.earlier_runs import EarlierRuns
 from activities.evaluation import EvalActivities
 from activities.evidence import EvidenceActivities
+from activities.learnt_pace import LearntPace, endpoint_name
 from activities.llm import ModelActivities
 from activities.local_docs.activities import LocalDocsActivities
 from activities.local_docs.sharing import SharedIndexes
 from activities.mcp.activities import McpActivities
 from activities.mcp.config import load_mcp_config
+from activities.owners import OwnerActivities
 from activities.pacing import PacedSlots, Pacer
 from activities.probes import audio_format, probe_chat  # noqa: F401 - for `doctor` (client/commands/doctor.py)
 from activities.recheck import RecheckActivities
@@ -83,15 +85,20 @@ class Held:
 
 class Workers:
     """The research worker and its model worker (``<task queue>-model``),
-    run together: ``async with``, ``run()``, ``shutdown()``."""
+    run together: ``async with``, ``run()``, ``shutdown()``. ``learnt``, the
+    model calls' learnt pace, reads the server's setting before they poll."""
 
-    def __init__(self, *workers: Worker) -> None:
+    def __init__(self, *workers: Worker, learnt: LearntPace | None = None) -> None:
         self.workers = workers
+        self.learnt = learnt
         self._stack: contextlib.AsyncExitStack | None = None
 
     async def __aenter__(self) -> Workers:
         stack = contextlib.AsyncExitStack()
         try:
+            if self.learnt:
+                await self.learnt.start()
+                stack.push_async_callback(self.learnt.close)
             for one in self.workers:
                 await stack.enter_async_context(one)
         except BaseException:
@@ -126,8 +133,10 @@ def model_worker(
 ) -> Worker:
     """The worker of the model calls (``workflows/rate_limits.py``): on a task
     queue of their own, paced by the server to ``DEEPRESEARCH_MODEL_RPS``
-    across every worker of the deployment, and by this worker's pacer
-    (``activities/pacing.py``) when the provider answers 429."""
+    across every worker of the deployment (unset: to the rate learnt from the
+    provider's 429s, ``activities/learnt_pace.py``, set on the server), and by
+    this worker's pacer (``activities/pacing.py``) when the provider answers
+    429."""
     fixed = FixedSizeSlotSupplier(1)  # no workflows, local activities or Nexus here
     tuner = WorkerTuner.create_composite(
         workflow_supplier=fixed,
@@ -172,7 +181,11 @@ def build_worker(
     build_schemas()
     blobs = blob_store(settings.data_dir)
     sandbox = make_sandbox(settings)
-    model = ModelActivities(settings, blobs, Pacer(most=max_concurrent_activities))
+    # With no rate configured, the rate the provider's 429s teach, for the fleet (activities/learnt_pace.py).
+    learnt = LearntPace(
+        client, model_queue(task_queue), endpoint_name(settings.openai_base_url), learn=settings.model_rps is None
+    )
+    model = ModelActivities(settings, blobs, Pacer(most=max_concurrent_activities, learnt=learnt))
     search = SearchActivities(settings)
     crawl = CrawlActivities(blobs, allow_private=settings.allow_private_urls, only=settings.crawl_only)
     code = SandboxActivities(sandbox, blobs)
@@ -202,6 +215,7 @@ def build_worker(
             speech.join_audio,
             deck.build_deck,
             EarlierRuns(client).prior_run,
+            OwnerActivities(client, settings.user_limits).owner_usage,  # per-user limits (infra/user_limits.py)
             EvalActivities(blobs).score_task,
             evidence.rank_evidence,
             evidence.support_findings,
@@ -215,7 +229,7 @@ def build_worker(
         interceptors=interceptors,
     )
     models = model_worker(client, settings, task_queue, model, max_concurrent_activities, grace, interceptors)
-    return Workers(worker, models), Held(sandbox, model.client, speech.client)
+    return Workers(worker, models, learnt=learnt), Held(sandbox, model.client, speech.client)
 
 
 def worker_options(env: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -287,7 +301,9 @@ async def serve(conn: Connection, settings: Settings) -> None:
 
 def model_pace(settings: Settings) -> str:
     rps = settings.model_rps
-    return f"{rps:g} a second for the deployment" if rps else "not paced: DEEPRESEARCH_MODEL_RPS unset"
+    if rps:
+        return f"{rps:g} a second for the deployment"
+    return "paced by what the provider's 429s teach (DEEPRESEARCH_MODEL_RPS unset)"
 
 
 def main() -> None:

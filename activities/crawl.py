@@ -15,6 +15,7 @@ a scheduled run (``activities/recheck.py``) use: it keeps the page's
 from __future__ import annotations
 
 import asyncio
+import functools
 import zlib
 from dataclasses import dataclass
 from datetime import timedelta
@@ -23,7 +24,8 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.documents import CONVERTERS, CrawlRefused, one_line
+from activities.child_pool import Job, page_work
+from activities.documents import CONVERTERS, HTML_MAX_SECONDS, CrawlRefused, html_in_child, one_line
 from activities.heartbeat import heartbeating
 from activities.retry_after import retry_delay
 from activities.url_guard import PinnedBackend, PinnedTransport, UnsafeURL, check_url
@@ -124,6 +126,7 @@ class CrawlActivities:
         timeout: float = 20.0,
         max_redirects: int = 5,
         only: tuple[str, ...] = (),
+        convert_seconds: float = HTML_MAX_SECONDS,
     ) -> None:
         self.blobs = blobs
         self.allow_private = allow_private
@@ -132,6 +135,7 @@ class CrawlActivities:
         self.max_bytes = max_bytes
         self.timeout = timeout
         self.max_redirects = max_redirects
+        self.convert_seconds = convert_seconds  # an HTML page's conversion, in a child killed past it
 
     @activity.defn(name="crawl")
     async def crawl(self, request: CrawlRequest) -> ToolResult:
@@ -159,9 +163,7 @@ class CrawlActivities:
             async with heartbeating():  # the conversion too: a big PDF takes a while
                 async with asyncio.timeout(self.timeout):
                     fetched = await self._download(url, conditional or {})
-                title, markdown = await asyncio.to_thread(
-                    CONVERTERS[fetched.mime], fetched.body, fetched.charset, fetched.url
-                )
+                title, markdown = await self._convert(fetched)
             if not markdown.strip():
                 raise CrawlRefused(f"no readable text found on {fetched.url}")
         except (httpx.InvalidURL, httpx.DecodingError) as e:
@@ -172,6 +174,15 @@ class CrawlActivities:
             reason = one_line(str(e)) or type(e).__name__
             raise _transient(f"network error fetching {url}: {reason}") from e
         return Page(fetched.url, title or fetched.url, markdown, fetched.etag, fetched.last_modified)
+
+    async def _convert(self, fetched: _Fetched) -> tuple[str, str]:
+        """Title and markdown of the body: in a page-work thread, never the
+        default executor; HTML in a child process with a time limit."""
+        if CONVERTERS[fetched.mime] is not CONVERTERS["text/html"]:
+            return await page_work(CONVERTERS[fetched.mime], fetched.body, fetched.charset, fetched.url)
+        job = Job()
+        convert = functools.partial(html_in_child, max_seconds=self.convert_seconds, job=job)
+        return await page_work(convert, fetched.body, fetched.charset, fetched.url, job=job)
 
     async def _download(self, url: str, conditional: dict[str, str]) -> _Fetched:
         """Follow redirects (checking every hop, connecting only to the
@@ -243,7 +254,7 @@ class CrawlActivities:
         size = 0
         try:
             async for raw in response.aiter_raw():
-                chunk = await asyncio.to_thread(inflate.feed, raw) if inflate.active else raw
+                chunk = await page_work(inflate.feed, raw) if inflate.active else raw
                 size += len(chunk)
                 if size > self.max_bytes:
                     raise CrawlRefused(f"page too large (over {self.max_bytes:,} bytes) at {response.url}")

@@ -2,7 +2,9 @@
 shared by the crawler and the local documents. Each converter takes the raw
 bytes, the declared charset and where they came from, and returns the title
 and the markdown; a permanent problem raises ``CrawlRefused`` with a reason
-the model can read."""
+the model can read. HTML and PDF are converted in child processes with a
+time limit (``html_in_child``, ``pdf_in_child``): a thread could not be
+stopped, and their time can grow far faster than the document."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from collections.abc import Callable
 
 import pypdf
 import trafilatura
+
+from activities.child_pool import ChildFailed, ChildPool, ChildTimeout, Job
 
 # Linear in the page: a tag's inside stops at the next "<" (patterns that
 # scanned to the next ">" from every "<title" or "<meta" were quadratic).
@@ -55,8 +59,10 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _html(body: bytes, charset: str | None, url: str) -> tuple[str, str]:
-    """Title and markdown of an HTML page (trafilatura; plain text if it finds no article)."""
+def html_to_markdown(body: bytes, charset: str | None, url: str) -> tuple[str, str]:
+    """Title and markdown of an HTML page (trafilatura; plain text if it finds
+    no article). Its time grows faster than the page: run it in a child
+    (``html_in_child``)."""
     if not charset and (meta := _META_CHARSET.search(body[:4096])):
         charset = meta.group(1).decode("ascii")
     html = _decode(body, charset)
@@ -73,6 +79,37 @@ def _html(body: bytes, charset: str | None, url: str) -> tuple[str, str]:
     if not title:
         title = html_lib.unescape(title_tag(html))
     return one_line(title), markdown or ""
+
+
+# Seconds one HTML page may take to convert (trafilatura takes about one on a
+# 1 MB article; 100,000 bare paragraphs take 25 s, 270,000 over three minutes).
+HTML_MAX_SECONDS = 30.0
+HTML_CHILDREN = ChildPool("activities.html_text")
+
+
+def html_in_child(
+    body: bytes, charset: str | None, url: str, *, max_seconds: float = HTML_MAX_SECONDS, job: Job | None = None
+) -> tuple[str, str]:
+    """``html_to_markdown`` in a child process (``activities/child_pool.py``),
+    killed once it has run ``max_seconds``: the page is then refused."""
+    try:
+        answer = HTML_CHILDREN.run({"charset": charset, "url": url}, body, max_seconds, job)
+    except ChildTimeout:
+        raise CrawlRefused(
+            f"the page at {url} is too complex to convert to text: it took longer than {max_seconds:g} s"
+        ) from None
+    except ChildFailed as err:
+        raise CrawlRefused(f"cannot convert the page at {url} to text: the converter failed ({err})") from None
+    if "title" in answer:
+        return str(answer["title"]), str(answer["markdown"])
+    if "refused" in answer:
+        raise CrawlRefused(str(answer["refused"]))
+    raise CrawlRefused(f"cannot convert the page at {url} to text: {answer.get('failed', 'no answer')}")
+
+
+def _html(body: bytes, charset: str | None, url: str) -> tuple[str, str]:
+    """Title and markdown of an HTML page (see ``html_in_child``)."""
+    return html_in_child(body, charset, url)
 
 
 def _plain(body: bytes, charset: str | None, url: str) -> tuple[str, str]:
@@ -230,7 +267,8 @@ def _pdf(body: bytes, charset: str | None, url: str) -> tuple[str, str]:
 
 
 # Content types the crawler understands, by MIME type: a converter
-# ``(body, charset, url) -> (title, markdown)``, run in a thread.
+# ``(body, charset, url) -> (title, markdown)``, run in a page-work thread
+# (``child_pool.page_work``); HTML and PDF are converted in child processes.
 CONVERTERS: dict[str, Callable[[bytes, str | None, str], tuple[str, str]]] = {
     "text/html": _html,
     "application/xhtml+xml": _html,

@@ -9,7 +9,8 @@ The CPU work runs in a thread, never on the worker's event loop.
 
 Every passage is rendered as one paragraph, ``[Title](URL): text``, so each
 keeps its page wherever it is shown (a reader cut for a small window drops
-whole passages, never their links).
+whole passages, never their links); nothing in a page's text can read as
+such a header (``body``).
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
+from urllib.parse import quote
 
 from temporalio import activity
 
 from activities import leads, reading, tokens
 from activities.claims import claim_lines, holds, states_something
 from activities.llm import render_prompt
+from activities.support import support_of as statement_support
 from infra.blobs import BlobStore
 from workflows.evidence_models import (
     EvidenceJoin,
@@ -37,6 +40,7 @@ from workflows.evidence_models import (
     SupportRequest,
 )
 from workflows.models import Citation
+from workflows.support_models import SupportCounts
 
 PASSAGE_TOKENS = 220  # a passage of evidence, before its link
 MAX_PAGE_CHARS = 2_000_000  # of one page's text looked at
@@ -66,10 +70,53 @@ class Source:
 
 
 def render(source: Source, text: str) -> str:
-    """One passage as one paragraph, after a link to its page."""
+    """One passage as one paragraph, after a link to its page: the header
+    ``[Title](URL): `` (``[Title]: `` without a URL), which nothing a page
+    holds can forge (``body``, ``header_url``)."""
     title = " ".join(source.title.replace("[", "(").replace("]", ")").split()) or source.url or LOCAL_TITLE
-    body = " ".join(text.split()) if "|" not in text else text.strip()
-    return f"[{title}]({source.url}): {body}" if source.url else f"[{title}]: {body}"
+    return f"[{title}]({header_url(source.url)}): {body(text)}" if source.url else f"[{title}]: {body(text)}"
+
+
+# A link followed by a colon, "[text](url):" or "[text]:", the shape of a
+# passage's header. Linear: its text stops at the next bracket, its URL at
+# the next parenthesis or space, so no two tries read the same characters twice.
+_HEADER_LIKE = re.compile(r"\[[^\[\]\n]*\](?:[ \t]*\((?:[^()\s]|\([^()\s]*\))*\))?[ \t]*:")
+_LINKABLE_URL = re.compile(r"(?:[^\s()\[\]]|\([^\s()\[\]]*\))+")  # the URLs a report's link may cite
+
+
+def body(text: str) -> str:
+    """A passage's text as shown after its header: one line, but for the
+    rows of a table (lines starting with "|"), one line each; no blank line,
+    so the passage stays one paragraph. No line of it starts with "[" (the
+    first follows the header; the others are rows), and every link in it
+    followed by a colon is escaped (``\\[``): a page cannot pass off its text
+    as another page's passage, whatever its type (issue 36)."""
+    lines: list[list[str]] = []
+    for line in text.splitlines():  # (every line break: CR, U+2028, U+0085 too)
+        words = line.split()
+        if words and (not lines or words[0].startswith("|")):
+            lines.append(words)
+        elif words:
+            lines[-1] += words
+    return _HEADER_LIKE.sub(_escaped, "\n".join(" ".join(words) for words in lines))
+
+
+def _escaped(match: re.Match[str]) -> str:
+    """The match with its "[" escaped, unless a backslash already escapes it."""
+    at, slashes = match.start(), 0
+    while at - slashes > 0 and match.string[at - slashes - 1] == "\\":
+        slashes += 1
+    return match.group(0) if slashes % 2 else "\\" + match.group(0)
+
+
+def header_url(url: str) -> str:
+    """The URL as a header's link holds it: as it is when a report's link can
+    cite it (no space or bracket, parentheses in pairs), else with those
+    percent-encoded, so a crafted URL cannot end the link and write a header
+    of its own ("http://x/a):%20[Official](https://…")."""
+    if _LINKABLE_URL.fullmatch(url):
+        return url
+    return "".join(quote(c, safe="") if c in "()[]" or c.isspace() else c for c in url)
 
 
 def chunks_of(sources: list[Source]) -> list[Chunk]:
@@ -288,10 +335,11 @@ class EvidenceActivities:
                 local = "\n\n".join(x for x in (local, more) if x)
             sources = await self._sources(pages, local)
             findings, text, count = await _off_loop(support_of, request, sources)
+            traced = await _off_loop(traced_findings, request, sources)
             read = len(sources)
             del sources
         blob = await self.blobs.put(text) if count else None
-        return Support(findings=findings, blob=blob, read=read, searched=searched, passages=count)
+        return Support(findings=findings, blob=blob, read=read, searched=searched, passages=count, statements=traced)
 
     @activity.defn(name="evidence_text")
     async def evidence_text(self, ref: str) -> str:
@@ -324,6 +372,13 @@ def support_of(request: SupportRequest, sources: list[Source]) -> tuple[str, str
         said = request.findings.strip()  # a note of the workflow's, e.g. why nothing usable was written
         findings = f"{said}\n\n{NOTHING_WRITTEN}\n\n{short}" if said else f"{NOTHING_WRITTEN}\n\n{short}"
     return findings, passages, len(chosen)
+
+
+def traced_findings(request: SupportRequest, sources: list[Source]) -> SupportCounts | None:
+    """How the findings' statements are supported by every passage the step
+    read (``activities/support.py``); None when they state nothing."""
+    material = "\n\n".join(render(sources[c.page], c.text) for c in chunks_of(sources))
+    return statement_support(request.findings, material, request.focus)[0]
 
 
 NOTHING_WRITTEN = (

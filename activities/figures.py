@@ -121,6 +121,23 @@ CONVERSIONS = (
     (7.0, "days", ("week", "woche", "semana", "semaine", "周", "星期")),
     (52.0, "weeks", ("week", "woche", "semana", "semaine", "周")),
     (365.0, "days", ("day", "daily", "tag", "día", "jour", "天", "日")),
+    (86_400.0, "seconds per day", ("second", "a day", "per day", "daily", "hz")),
+    (3_600.0, "seconds per hour", ("second", "an hour", "per hour")),
+)
+# Words that multiply or divide (a "quarter", "twice"): their factors join what a statement computes from.
+WORD_FACTORS = (
+    ("half", 2.0),
+    ("halve", 2.0),
+    ("double", 2.0),
+    ("twice", 2.0),
+    ("triple", 3.0),
+    ("three times", 3.0),
+    ("a third", 3.0),
+    ("quarter", 4.0),
+    ("four times", 4.0),
+    ("fivefold", 5.0),
+    ("tenfold", 10.0),
+    ("a tenth", 10.0),
 )
 TEMPERATURES = ("°", "fahrenheit", "celsius", "degrees")
 
@@ -139,12 +156,27 @@ class Reading(NamedTuple):
             return max(self.coarse * 0.5, self.precision) * 1.0001 + 1e-9
         return self.precision * 0.55 + 1e-9
 
+    def derived_tolerance(self, hedged: bool = False) -> float:
+        """The same for a figure computed from others: a hedge allows at
+        most half a per cent more ("about £122,600" for 122,641; "about 20
+        years" is 20)."""
+        if hedged:
+            return max(self.precision * 0.55, min(self.coarse * 0.5, abs(self.value) * 0.005)) * 1.0001 + 1e-9
+        return self.tolerance(False)
+
 
 class Figure(NamedTuple):
     text: str  # as written, e.g. "36.5 %"
     readings: tuple[Reading, ...]  # what it may mean (4.312: 4312, or 4.312 with a decimal point)
     percent: bool = False
     small: bool = False  # a bare whole number up to 10: a count, not a figure to check
+    digits: int = 3  # its significant digits as written (20: 1, 36.5: 3, 2.50: 3)
+
+    @property
+    def year(self) -> bool:
+        """A year (four digits from 1000 to 2199 written without a separator,
+        not a percentage): never computed."""
+        return self.text.isdigit() and len(self.text) == 4 and 1000 <= int(self.text) <= 2199
 
     @property
     def values(self) -> tuple[float, ...]:
@@ -205,7 +237,7 @@ def figures(text: str, writing: str | None = "") -> list[Figure]:
                 scale = _SCALES.get(word, 1.0)
         small = scale == 1.0 and not percent and raw.isdigit() and len(raw) <= 2 and int(raw) <= 10
         shown = raw + (f" {word}" if scale != 1.0 else "") + (" %" if percent else "")
-        out.append(Figure(shown, _scaled(_readings(raw, writing), scale), percent, small))
+        out.append(Figure(shown, _scaled(_readings(raw, writing), scale), percent, small, _digits(raw)))
     return out
 
 
@@ -242,6 +274,15 @@ def _readings(raw: str, writing: str | None = None) -> list[Reading]:
     return [whole] if thousands else [decimal]
 
 
+def _digits(raw: str) -> int:
+    """Significant digits as written: "20" 1, "36.5" 3, "2.50" 3, "0.7" 1."""
+    whole, _, fraction = raw.replace(",", ".").rpartition(".") if ("." in raw or "," in raw) else (raw, "", "")
+    if raw.count(".") + raw.count(",") > 1 or len(fraction) == 3 and "," in raw:  # 1,234,567 / 1,960: thousands
+        return len(raw.replace(",", "").replace(".", "").strip("0")) or 1
+    digits = (whole + fraction).lstrip("0").replace(".", "")
+    return len(digits if fraction else digits.rstrip("0")) or 1
+
+
 def _coarse(digits: str) -> float:
     """The unit of a whole number's last non-zero digit: 2700 -> 100, 312 -> 1."""
     stripped = digits.rstrip("0")
@@ -258,6 +299,15 @@ class Derivation:
 # What a candidate is: (value, rank, op, operands); rank orders the simpler
 # first, and a derivation from the statement's own figures before others.
 _Candidate = tuple[float, int, str, tuple[float, ...]]
+# The operations a statement's words name: a derivation of that kind is preferred.
+NAMED_OPS = {
+    "rate": ("cagr", "compound", "annual rate", "a year", "per year", "yearly", "annualised", "annualized"),
+    "mean": ("average", "mean", "per month", "a month"),
+    "total": ("total", "in all", "altogether", "combined"),
+    "part": ("share of", "of all", "of the total", "took"),
+    "change": (" increase", "decrease", " grew", " rose", " fell", "growth", "decline", " change", "higher", "lower"),
+    "diff": (" more ", " fewer ", " less ", "difference", "margin", " by "),
+}
 _PERCENT_OPS = frozenset({"share", "change", "rate", "fraction", "part"})
 _POINT_OPS = frozenset({"sum%", "diff%"})
 
@@ -270,10 +320,14 @@ def _pairs(pool: list[tuple[float, bool]], periods: list[int], percent: bool) ->
         for j, (b, pb) in enumerate(pool):
             if i == j:
                 continue
+            mixed = 3 if pa != pb else 0  # a percentage and a count seldom make one figure
             if i < j:
                 points = "%" if pa and pb else ""  # percentages added or set apart: points
-                out += [(a + b, 2, "sum" + points, (a, b)), (abs(a - b), 1, "diff" + points, (max(a, b), min(a, b)))]
-                out.append((a * b, 4, "product", (a, b)))
+                out += [
+                    (a + b, 2 + mixed, "sum" + points, (a, b)),
+                    (abs(a - b), 1 + mixed, "diff" + points, (max(a, b), min(a, b))),
+                ]
+                out.append((a * b, 4 + mixed, "product", (a, b)))
             if b == 0:
                 continue
             r = a / b
@@ -293,6 +347,12 @@ def constants(units: str) -> list[float]:
     "365 days", "12 months" are no figures a source must state."""
     units = f" {units.lower()} "
     return [k for k, _, words in CONVERSIONS if any(w in units for w in words)]
+
+
+def word_factors(text: str) -> list[float]:
+    """The factors the words of ``text`` name ("a quarter": 4, "twice": 2)."""
+    low = text.lower()
+    return list(dict.fromkeys(k for word, k in WORD_FACTORS if word in low))
 
 
 def _conversions(pool: list[tuple[float, bool]], units: str) -> list[_Candidate]:
@@ -391,23 +451,31 @@ class Derivations:
         pool = list(dict.fromkeys((float(v), bool(pc)) for v, pc in pool if math.isfinite(v)))[:MAX_POOL]
         found_years = [a for a, _ in pool if _year(a)]
         years = sorted({abs(int(a - b)) for a in found_years for b in found_years if 0 < abs(a - b) <= 40})
-        periods = years[:MAX_YEARS] or [2, 3, 4, 5]
+        periods = years[:MAX_YEARS]  # a compound rate over the span of the years it speaks of
         found = [
             c for c in _pairs(pool, periods, percent) + _conversions(pool, f" {units.lower()} ") if math.isfinite(c[0])
         ]
         found.sort(key=lambda c: c[0])
         self.lists = [(found, [c[0] for c in found])] + [(r, [c[0] for c in r]) for r in runs]
         self.own = set(own)
+        low = f" {units.lower()} "
+        self.named = {op for op, words in NAMED_OPS.items() if any(w in low for w in words)}  # what the words say
 
-    def find(self, figure: Figure, hedge: bool = False) -> Derivation | None:
+    def find(self, figure: Figure, hedge: bool = False, anchors: set[float] = frozenset()) -> Derivation | None:
         """The simplest derivation that rounds to ``figure``, or None; one
-        from the statement's own figures first."""
+        from the statement's own figures first. A year is never computed; a
+        figure of fewer than three significant digits ("20 %", "0.7") is
+        matched by too much by chance: a two-digit one must start from one
+        of ``anchors`` (what the question, the statement, the sentence before
+        it or the report stated), a one-digit one from anchors only."""
+        if figure.year:
+            return None
         best: tuple[int, _Candidate, float] | None = None
         for reading in figure.readings:
             # a scale the material states once ("£ million") and the statement writes out
             shifts = (1.0,) if figure.percent else (1.0, 1e3, 1e6, 1e9, 1e-3, 1e-6, 1e-9)
             for shift in shifts:
-                tol = reading.tolerance(hedge) / shift
+                tol = reading.derived_tolerance(hedge) / shift
                 value = reading.value / shift
                 for items, keys in self.lists:
                     lo = bisect.bisect_left(keys, value - tol)
@@ -415,8 +483,10 @@ class Derivations:
                     for c in items[lo:hi]:
                         if c[2] == "same" and shift == 1.0:
                             continue  # a figure stated as it is: not derived
+                        if figure.digits < 3 and sum(u in anchors for u in set(c[3][:2])) < 3 - figure.digits:
+                            continue  # "20 %": from one anchored figure; "5 %", "0.7": from anchored figures only
                         own = all(u in self.own for u in c[3][:2])
-                        rank = c[1] + (shift != 1.0) - (10 if own else 0)
+                        rank = c[1] + (shift != 1.0) - (10 if own else 0) - (3 if c[2] in self.named else 0)
                         if _fits(c[2], figure) and (best is None or rank < best[0]):
                             best = (rank, c, shift)
         if best is None:

@@ -26,7 +26,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities import context, cut_replies, model_endpoint, overflow, shown, text_tools, tokens
 from activities.heartbeat import heartbeating
-from activities.llm_stream import BrokenStream, Completion, Looping, Silence, ToolStreamRefused
+from activities.llm_stream import BrokenStream, Completion, Looping, Silence, TooLarge, ToolStreamRefused
 from activities.model_endpoint import ModelEndpoint
 from activities.off_loop import off_loop
 from activities.pacing import Pacer, paced
@@ -272,6 +272,11 @@ class ModelActivities:
                     activity.logger.info("context window exceeded: fitting the request to %s tokens", window)
             except Silence as err:  # (a call not streamed: the next one waits until the server is free, model_endpoint)
                 raise _bounded(self._silence(err), TIMEOUT_BACKOFF) from None
+            except TooLarge as err:  # a server that sent so much may well again: a few tries, not twelve
+                said = scrub(str(err), self.settings.secrets)[:500]
+                raise _bounded(
+                    ApplicationError(f"model provider call failed: {said}", type="ModelAnswerTooLarge")
+                ) from None
             except BrokenStream as err:
                 said = scrub(str(err), self.settings.secrets)[:500]
                 raise ApplicationError(f"model provider call failed: {said}", type="ModelUnavailable") from None

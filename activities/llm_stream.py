@@ -14,6 +14,16 @@ Events are read by httpx-sse, which ends a line at CR, LF or CRLF only, as
 the event-stream format says: a JSON encoder may leave U+2028, U+2029 or
 U+0085 unescaped inside a string, and ``str.splitlines`` (httpx's
 ``aiter_lines``) would cut the event there.
+
+What one answer may hold is bounded before the parser buffers it: one event
+(or one line: a line never ends outside an event) at most
+``MAX_EVENT_BYTES``, the whole answer at most ``MAX_ANSWER_BYTES``, a plain
+JSON body at most ``MAX_PLAIN_BODY``; past a bound the call fails
+(``TooLarge``, a broken stream) at once, holding no more than the bound. An
+unterminated line once grew a worker by 839 MB in 10 s. An event over
+``BIG_EVENT`` bytes is parsed and assembled in a thread (``off_loop``); the
+JSON parser holds the interpreter lock while it runs, so the bound is what
+keeps the event loop's pause short (a 50 MB event held it 1.4 s).
 """
 
 from __future__ import annotations
@@ -22,19 +32,25 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
 from openai import AsyncOpenAI
 
+from activities.off_loop import off_loop
 from activities.repetition import LoopWatch, cut_loop
 from workflows.clean import split_lines
 
+T = TypeVar("T")
 MAX_PLAIN_BODY = 4_000_000  # bytes of an answer kept, to read it as one JSON body if it holds no event
+MAX_EVENT_BYTES = 4_000_000  # bytes of one event (a chunk is a few hundred; a whole reply in one, tens of thousands)
+MAX_ANSWER_BYTES = 64_000_000  # bytes of one answer in all (8,192 tokens of text are well under a megabyte)
+BIG_EVENT = 64_000  # characters of an event parsed off the event loop
+LINE_COST = 64  # bytes an event's line costs beyond its own (a Python string)
 
 
 # A body that breaks off raises the errors of the HTTP library the openai
@@ -59,6 +75,10 @@ class Silence(Exception):
 
 class BrokenStream(Exception):
     """The answer could not be read: cut off, malformed, or an error event."""
+
+
+class TooLarge(BrokenStream):
+    """One event, or the whole answer, is larger than the reader takes."""
 
 
 class EmptyStream(BrokenStream):
@@ -227,12 +247,16 @@ async def whole_completion(client: AsyncOpenAI, kwargs: dict[str, Any], seconds:
 
 
 async def _plain_body(http: httpx.Response, assembly: _Assembly, left: float) -> Completion:
+    body = bytearray()
     try:
         async with asyncio.timeout(max(left, 1.0)):
-            body = await http.aread()
+            async for chunk in http.aiter_bytes():
+                body += chunk
+                if len(body) > MAX_PLAIN_BODY:
+                    raise TooLarge(f"the answer is larger than {MAX_PLAIN_BODY:,} bytes: not read further")
     except TimeoutError:
         raise Silence(left, True) from None
-    _whole_body(body, assembly)
+    await _off_loop_if_big(_whole_body, bytes(body), assembly, size=len(body))
     return assembly.result()
 
 
@@ -265,8 +289,11 @@ async def _read_events(http: httpx.Response, assembly: _Assembly, first: float, 
             except TimeoutError:
                 raise Silence(allowed, not spoke) from None
             except StopAsyncIteration:  # ended without [DONE]: complete only if it said how it finished
-                if not count and (body := _without_comments(kept.text())).strip():
-                    _whole_body(body, assembly)
+                if (
+                    not count
+                    and (body := await _off_loop_if_big(_without_comments, kept.text(), size=kept.size)).strip()
+                ):
+                    await _off_loop_if_big(_whole_body, body, assembly, size=len(body))
                 elif not count:
                     raise EmptyStream("the answer ended before its first event") from None
                 elif assembly.done.finish_reason is None:
@@ -278,16 +305,27 @@ async def _read_events(http: httpx.Response, assembly: _Assembly, first: float, 
             data = event.data.strip()
             if data == "[DONE]":
                 return
-            try:
-                chunk = json.loads(data)
-            except ValueError:
-                raise BrokenStream(f"an event is not JSON: {data[:200]!r}") from None
-            if assembly.add(chunk):
+            if await _off_loop_if_big(_take_event, data, assembly, size=len(data)):
                 last_token, spoke = time.monotonic(), True
             if assembly.looping:
                 raise Looping(assembly.cut())
     finally:
         await events.aclose()
+
+
+def _take_event(data: str, assembly: _Assembly) -> bool:
+    """One event's JSON into ``assembly``; whether it carried generated text."""
+    try:
+        chunk = json.loads(data)
+    except ValueError:
+        raise BrokenStream(f"an event is not JSON: {data[:200]!r}") from None
+    return assembly.add(chunk)
+
+
+async def _off_loop_if_big(fn: Callable[..., T], *args: Any, size: int) -> T:
+    """``fn(*args)``: on the event loop when ``size`` is small, else in a
+    thread of the model replies' own (``off_loop``)."""
+    return fn(*args) if size <= BIG_EVENT else await off_loop(fn, *args)
 
 
 def _without_comments(text: str) -> str:
@@ -296,20 +334,44 @@ def _without_comments(text: str) -> str:
 
 
 class _Kept:
-    """The first ``MAX_PLAIN_BODY`` bytes of the body, as they pass to the
-    event parser: a server that sends one JSON body as an event stream (no
-    ``data:`` field in it) is read from them."""
+    """The body on its way to the event parser, measured: no event (bytes
+    between two blank lines) over ``MAX_EVENT_BYTES``, no answer over
+    ``MAX_ANSWER_BYTES``, or ``TooLarge`` before the parser buffers it. Its
+    first ``MAX_PLAIN_BODY`` bytes are kept: a server that sends one JSON
+    body as an event stream (no ``data:`` field in it) is read from them."""
 
     def __init__(self) -> None:
         self.parts: list[bytes] = []
         self.size = 0
+        self.event = 0  # bytes since the last blank line
+        self.last = b""  # the byte before this chunk (a blank line can span two chunks)
 
     async def passing(self, http: httpx.Response) -> AsyncIterator[bytes]:
         async for chunk in http.aiter_bytes():
+            self.measure(chunk)
             if self.size < MAX_PLAIN_BODY:
                 self.parts.append(chunk)
-                self.size += len(chunk)
+            self.size += len(chunk)
             yield chunk
+
+    def measure(self, chunk: bytes) -> None:
+        """Count ``chunk`` in the event it belongs to: its bytes, and
+        ``LINE_COST`` for each line end (the parser keeps each line of an
+        event as a string of its own). A blank line, where an event ends, is
+        two line ends in a row (CR, LF or CRLF): LF LF, CR CR or LF CR."""
+        if not chunk:
+            return
+        size, joined = len(chunk), self.last + chunk
+        end = max(joined.rfind(b"\n\n"), joined.rfind(b"\r\r"), joined.rfind(b"\n\r"))
+        if end >= 0:
+            self.event = 0
+            chunk = joined[end + 2 :]
+        self.event += len(chunk) + LINE_COST * (chunk.count(b"\n") + chunk.count(b"\r"))
+        self.last = joined[-1:]
+        if self.event > MAX_EVENT_BYTES:
+            raise TooLarge(f"an event of the answer is larger than {MAX_EVENT_BYTES:,} bytes: not read further")
+        if self.size + size > MAX_ANSWER_BYTES:
+            raise TooLarge(f"the answer is larger than {MAX_ANSWER_BYTES:,} bytes: not read further")
 
     def text(self) -> str:
         return b"".join(self.parts).decode("utf-8", "replace")

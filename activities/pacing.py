@@ -17,7 +17,9 @@ or none set):
 
 The model activity tells the pacer what happened (``limited``, ``served``)
 and waits out a pause before it sends (``clear``), for a call that was
-already on its way when the 429 came.
+already on its way when the 429 came. With ``DEEPRESEARCH_MODEL_RPS`` unset
+it tells the learnt pace too (``Pacer.learnt``, activities/learnt_pace.py),
+which sets the rate of the whole fleet on the Temporal server.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from temporalio import activity
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import (
     CustomSlotSupplier,
@@ -40,6 +43,7 @@ from temporalio.worker import (
 )
 
 from activities.heartbeat import heartbeating
+from activities.learnt_pace import LearntPace
 from workflows.rate_limits import RATE_LIMITED
 
 log = logging.getLogger(__name__)
@@ -53,8 +57,11 @@ class Pacer:
     ``most`` down to 1, adapted), none during a pause. Thread-safe: the SDK
     releases slots from its own threads."""
 
-    def __init__(self, most: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, most: int, clock: Callable[[], float] = time.monotonic, learnt: LearntPace | None = None
+    ) -> None:
         self.most = max(1, most)
+        self.learnt = learnt  # the fleet's rate, learnt (told on the event loop, by ``paced``)
         self.limit = float(self.most)
         self.in_use = 0
         self.paused_until = 0.0
@@ -156,16 +163,31 @@ T = TypeVar("T")
 async def paced(pacer: Pacer, call: Callable[[], Awaitable[T]]) -> T:
     """``call()`` (one model request) once the pacer's pause is over, telling
     the pacer how the provider answered."""
-    async with heartbeating():
-        await pacer.clear()
+    learnt = pacer.learnt
+    if learnt is None or not learnt.pacing:  # a learnt pace on the server needs no pause of its own
+        async with heartbeating():
+            await pacer.clear()
     try:
         done = await call()
     except ApplicationError as err:
         if err.type == RATE_LIMITED:
-            pacer.limited(err.details[0] if err.details else None)
+            if learnt is None or not learnt.pacing:
+                pacer.limited(err.details[0] if err.details else None)
+            if learnt:
+                learnt.limited()
         raise
     pacer.served()
+    if learnt:
+        learnt.served(queued_seconds())
     return done
+
+
+def queued_seconds() -> float:
+    """How long the running activity waited in its task queue (0 outside one)."""
+    if not activity.in_activity():
+        return 0.0
+    info = activity.info()
+    return max(0.0, (info.started_time - info.current_attempt_scheduled_time).total_seconds())
 
 
 class PacedSlots(CustomSlotSupplier):

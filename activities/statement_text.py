@@ -18,7 +18,8 @@ MAX_STATEMENTS = 150
 MAX_SENTENCE = 1_000  # characters of one statement looked at
 MAX_FIGURES = 12  # figures of one statement checked
 MAX_CONTEXT = 1_500  # characters of what a statement speaks of beside itself
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])")
+# A sentence ends after its mark and the closing marks after it ("**", a quote).
+_SENTENCE_END = re.compile(r"[.!?;][*_\"”’)\]]{0,3}(?=\s)|[。！？；]")
 _MARKS = re.compile(r"^(?:>[ \t]?){0,5}(?:[-*+][ \t]+|\d{1,3}[.)][ \t]+)?")  # quote and list marks
 _ORDINAL_END = re.compile(r"(?<![\d.,])\d{1,2}\.$")  # "am 6. Mai": no sentence ends there
 NAME = re.compile(r"[^\W\d_][\w'’-]*")
@@ -122,7 +123,11 @@ NOT_NAMES = frozenset(
     "january february march april may june july august september october november december monday tuesday "
     "wednesday thursday friday saturday sunday the this that these those key points overview analysis summary "
     "conclusion conclusions table note notes figure report findings sources source references introduction "
-    "background method methods results discussion answer question detailed survey".split()
+    "background method methods results discussion answer question detailed survey "
+    # nationalities and languages, capitalised in English but no names of what a source must say
+    "english british scottish welsh irish american canadian european african asian chinese japanese korean "
+    "french german spanish italian portuguese dutch swedish norwegian danish finnish russian polish greek "
+    "turkish arabic indian australian international national celsius fahrenheit".split()
 )
 
 
@@ -238,8 +243,9 @@ def sentences(line: str) -> list[str]:
     """The sentences of a line; not cut after a day or an ordinal written
     as a number and a full stop ("am 6. Mai")."""
     out: list[str] = []
-    for piece in _SENTENCE.split(line):
-        piece = piece.strip()
+    cuts = [m.end() for m in _SENTENCE_END.finditer(line)]
+    for start, end in zip([0, *cuts], [*cuts, len(line)]):
+        piece = line[start:end].strip()
         if out and _ORDINAL_END.search(out[-1]):
             out[-1] = f"{out[-1]} {piece}".strip()
         elif piece:

@@ -33,19 +33,22 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from activities import reading
-from activities.figures import Derivations, Figure, constants, convention, figures, hedged, plain, run_candidates
-from activities.statement_text import LINKED, MAX_FIGURES, NAME, Sentence, lacks, statements_of
-from workflows.support_models import Basis, Statement, SupportCounts
+from activities.derivation import derive, sequences, shown
+from activities.figures import Figure, constants, convention, figures, hedged, plain
+from activities.statement_text import LINKED, NAME, Sentence, lacks, sentences, statements_of
+from workflows.support_models import Statement, SupportCounts
 
 MAX_SHOWN = 600_000  # characters of what it was shown looked at
 MAX_PASSAGE = 2_000  # characters of one passage of the material (longer ones are cut)
 MATCHED = 5  # passages a statement is compared with
 QUERY_TERMS = 12  # its rarest terms find them
 CONTEXT_MATCHED = 3  # more passages found with its context
-SHOWN_PASSAGE = 400  # characters of a passage kept with a statement
+HOLDING = 3  # and passages that hold its figures
 STATED_WORDS = 0.4  # words of a statement with figures a passage must share
 STATED_WORDS_ONLY = 0.5  # without figures
-DERIVED_WORDS = 0.15  # (and at least one word): a derived figure speaks of what its passage does
+FIGURES_WORDS = 0.2  # when the passage holds two of its figures (not years) or more
+TRUSTED = 12  # of the report's own figures stated or derived before a statement, what it may compute from
+NEAR_WORDS = 0.6  # of its words, in its matched passages together
 STEM = 6
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 
@@ -54,6 +57,13 @@ COMMON_WORDS = 50  # the commonest words of what a report was shown: its languag
 MIN_COMMON_SHARE = 0.2  # a report with fewer of its words among them is in another language
 _WORD = re.compile(r"[^\W\d_]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def is_cjk(text: str) -> bool:
+    """Whether ``text`` is written mostly in Chinese, Japanese or Korean
+    characters (its words then never match a Latin text's)."""
+    letters = sum(1 for c in text[:2000] if c.isalpha())
+    return bool(letters) and len(_CJK.findall(text[:2000])) / letters > 0.3
 
 
 def _function_words(text: str) -> list[str]:
@@ -85,25 +95,44 @@ class Passage:
     values: list[float] = field(default_factory=list)  # of its figures, sorted
     _lines: list[tuple[set[str], list[Figure]]] | None = None
     _runs: list | None = None
+    _units: list[tuple[set[str], list[Figure]]] | None = None
 
     def __post_init__(self) -> None:
         self.values = sorted(v for f in self.figures for v in f.values)
 
     def lines(self) -> list[tuple[set[str], list[Figure]]]:
-        """(terms, figures that are not counts) of each line, read once."""
+        """(terms, figures) of each line, read once."""
         if self._lines is None:
             self._lines = [
-                (set(reading.terms(line)), [f for f in figures(plain(line), self.writing) if not f.small])
-                for line in self.text.split("\n")
+                (set(reading.terms(line)), figures(plain(line), self.writing)) for line in self.text.split("\n")
             ]
         return self._lines
 
+    def around(self, figure: Figure, hedge: bool) -> set[str] | None:
+        """The word stems of the sentences (or table rows) that hold
+        ``figure``, and of the passage's first line (its page's title, its
+        table's header); None when it holds it nowhere."""
+        if self._units is None:
+            lines = self.text.split("\n")
+            self._units = [
+                (stems(reading.terms(unit)), figures(plain(unit), self.writing))
+                for line in lines
+                for unit in (sentences(line) if not line.lstrip().startswith("|") else [line])
+            ]
+            self._units.insert(0, (stems(reading.terms(plain(lines[0]))), []))
+        found = [terms for terms, held in self._units if any(figure.matches(v, hedge) for g in held for v in g.values)]
+        return set().union(self._units[0][0], *found) if found else None
+
     def runs(self) -> list:
-        """The sums and averages of its runs of figures (``run_candidates``
-        of a table's columns, else of its figures that are not years), once."""
+        """The sums and averages of its runs of figures (a table's columns,
+        else its figures that are not years), computed once."""
         if self._runs is None:
-            self._runs = run_candidates(_sequences(self))
+            self._runs = sequences(self.text, self.figures, self.writing)
         return self._runs
+
+    @property
+    def cjk(self) -> bool:
+        return is_cjk(self.text)
 
     def holds(self, figure: Figure, hedge: bool) -> bool:
         """Whether one of its figures rounds to ``figure``."""
@@ -165,11 +194,16 @@ class Material:
         self.words = {w.lower() for w in NAME.findall(shown[:MAX_SHOWN])}
         self.words |= {part for w in list(self.words) for part in re.split(r"[-'’]", w) if part}
         self.values = sorted(v for p in self.passages for v in p.values)
+        self.where = sorted((v, i) for i, p in enumerate(self.passages) for v in p.values)  # which passage holds what
         self.question_figures = figures(plain(question), None)
+
+    def given(self, figure: Figure, hedge: bool) -> bool:
+        """Whether the question gives ``figure``."""
+        return any(figure.matches(v, hedge) for g in self.question_figures for v in g.values)
 
     def anywhere(self, figure: Figure, hedge: bool) -> bool:
         """Whether any passage holds ``figure`` (or the question gives it)."""
-        return _given(figure, self, hedge) or _among(figure, self.values, hedge)
+        return self.given(figure, hedge) or _among(figure, self.values, hedge)
 
     def matching(self, sentence: Sentence) -> list[Passage]:
         """The passages that match the statement best, then those that match
@@ -178,24 +212,52 @@ class Material:
         if sentence.context:
             more = self.index.scores(f"{sentence.bare} {sentence.context}", QUERY_TERMS)[:MATCHED]
             found += [i for _, i in more if i not in found][:CONTEXT_MATCHED]
+        found += [i for i in self._holding(sentence) if i not in found][:HOLDING]
         return [self.passages[i] for i in found]
+
+    def _holding(self, sentence: Sentence) -> list[int]:
+        """Passages that hold the statement's figures (not years), whatever
+        their words: in another language, or a table."""
+        out: list[int] = []
+        for figure in sentence.figures:
+            if figure.year:
+                continue
+            for r in figure.readings:
+                at = bisect.bisect_left(self.where, (r.value - r.tolerance(False), -1))
+                while at < len(self.where) and self.where[at][0] <= r.value + r.tolerance(False):
+                    if self.where[at][1] not in out:
+                        out.append(self.where[at][1])
+                    at += 1
+                    if len(out) >= HOLDING * 2:
+                        return out
+        return out
 
     def known(self, name: str) -> bool:
         return name in self.words or all(p in self.words for p in re.split(r"[-'’]", name) if p)
 
 
-def _given(figure: Figure, material: Material, hedge: bool) -> bool:
-    return any(figure.matches(v, hedge) for g in material.question_figures for v in g.values)
+def _overlaps(sentence: Sentence, matched: list[Passage], cross: bool) -> dict[int, float]:
+    """For each passage, the share of the statement's words it holds (1.0
+    where words cannot tell: another language or script, or a table row or
+    a line of figures with no words, whose table's header then speaks)."""
+    wanted = _words(sentence.bare) or _words(sentence.context if sentence.row else "")
+    mine = is_cjk(sentence.bare)
+    out = {}
+    for p in matched:
+        if cross or mine != p.cjk or not wanted:
+            out[id(p)] = 1.0
+        else:
+            out[id(p)] = len(wanted & p.terms) / len(wanted)
+    return out
 
 
-def _shown(passage: Passage) -> str:
-    text = " ".join(passage.text.split())
-    return text if len(text) <= SHOWN_PASSAGE else text[: SHOWN_PASSAGE - 1] + "…"
-
-
-def classify(sentence: Sentence, material: Material, cross: bool) -> Statement:
+def classify(
+    sentence: Sentence, material: Material, cross: bool, trusted: list[tuple[float, bool]] | None = None
+) -> Statement:
     """How ``sentence`` is supported by ``material``; ``cross``: the report
-    is in another language than the material (its words cannot match)."""
+    is in another language than the material (its words cannot match);
+    ``trusted``: (value, whether a percentage) of the figures the report
+    stated or derived before it, the latest first."""
     text = " ".join(sentence.text.split())
     if lacks(sentence.bare):
         return Statement(text=text, support="absent")
@@ -203,93 +265,82 @@ def classify(sentence: Sentence, material: Material, cross: bool) -> Statement:
     # in another language, a word the material lacks is a translation, not a name
     unknown = [] if cross else [n for n in sentence.names if not material.known(n)]
     matched = material.matching(sentence)
-    wanted = _words(sentence.bare)
-    overlap = {id(p): len(wanted & p.terms) / len(wanted) if wanted else 0.0 for p in matched}
+    overlap = _overlaps(sentence, matched, cross)
     factors = constants(sentence.bare)  # "365 days a year" needs no source
-    figs = [f for f in sentence.figures if not _given(f, material, hedge) and not any(f.matches(k) for k in factors)]
+    figs = [f for f in sentence.figures if not material.given(f, hedge) and not any(f.matches(k) for k in factors)]
     holders = {i: [p for p in matched if p.holds(f, hedge)] for i, f in enumerate(figs)}
     lacking = [f for i, f in enumerate(figs) if not holders[i]]
     best = max(matched, key=lambda p: (sum(p.holds(f, hedge) for f in figs), overlap[id(p)]), default=None)
-    words_ok = best is not None and (cross or overlap[id(best)] >= (STATED_WORDS if figs else STATED_WORDS_ONLY))
-    if best is not None and not unknown and not lacking and words_ok and (figs or sentence.names or not cross):
-        return Statement(text=text, support="stated", url=best.url, passage=_shown(best))
-    if lacking and not unknown and best is not None and (cross or overlap[id(best)] >= DERIVED_WORDS):
-        derived = _derived(sentence, lacking, figs, holders, matched, hedge)
+    if best is None or unknown:
+        return _unsupported(text, lacking, unknown, material, hedge)
+    held = sum(1 for f in figs if best.holds(f, hedge) and not _year(f))
+    needed = STATED_WORDS_ONLY if not figs else STATED_WORDS if held < 2 else FIGURES_WORDS
+    local = _local(sentence, best, figs, hedge, overlap[id(best)])  # its words where its figures stand
+    # its words in its best passage; with figures, enough of them near it (a sentence joins a few), or
+    # hardly any words to tell by ("Answer: about 41.3 %.")
+    words = local >= needed or (
+        bool(figs)
+        and (len(_words(sentence.bare)) <= 2 or (local >= FIGURES_WORDS and _near(sentence, matched) >= NEAR_WORDS))
+    )
+    if not lacking and words and (figs or sentence.names or not cross):
+        return Statement(text=text, support="stated", url=best.url, passage=shown(best))
+    if lacking and _speaks_of(sentence, matched, cross):
+        derived = derive(
+            bare=sentence.bare,
+            context=sentence.context,
+            writing=sentence.writing,
+            lacking=lacking,
+            held=[(f, holders[i]) for i, f in enumerate(figs)],
+            matched=matched,
+            question=material.question_figures,
+            trusted=trusted or [],
+            hedge=hedge,
+        )
         if derived is not None:
             basis, arithmetic = derived
             return Statement(text=text, support="derived", basis=basis, arithmetic=arithmetic)
+    return _unsupported(text, lacking, unknown, material, hedge)
+
+
+def _local(sentence: Sentence, passage: Passage, figs: list[Figure], hedge: bool, overlap: float) -> float:
+    """The share of the statement's words that the sentences of ``passage``
+    holding its figures (with the passage's title) hold; ``overlap`` (the
+    whole passage's) where words cannot tell or it has no figures."""
+    wanted = _words(sentence.bare)
+    if not figs or not wanted or overlap == 1.0:
+        return overlap
+    near = set().union(*(passage.around(f, hedge) or set() for f in figs))
+    return len(wanted & near) / len(wanted)
+
+
+def _speaks_of(sentence: Sentence, matched: list[Passage], cross: bool) -> bool:
+    """Whether a passage it matched speaks of what it (with the sentence
+    before it, or its table's header) speaks of: a word in common (or a
+    language whose words cannot match)."""
+    if cross or not matched:
+        return bool(matched)
+    wanted = _words(f"{sentence.bare} {sentence.context}")
+    mine = is_cjk(sentence.bare)
+    return not wanted or any(mine != p.cjk or wanted & p.terms for p in matched)
+
+
+def _near(sentence: Sentence, matched: list[Passage]) -> float:
+    """The share of the statement's words that its matched passages hold
+    together."""
+    wanted = _words(sentence.bare)
+    return len(wanted & set().union(*(p.terms for p in matched))) / len(wanted) if wanted and matched else 0.0
+
+
+def _unsupported(text: str, lacking: list[Figure], unknown: list[str], material: Material, hedge: bool) -> Statement:
+    """Unsupported; invented when a figure is found nowhere in the material
+    and not derived, or a name the material never uses."""
     invented = bool(unknown) or any(not material.anywhere(f, hedge) for f in lacking)
     return Statement(text=text, support="unsupported", invented=invented)
 
 
-def _derived(
-    sentence: Sentence,
-    lacking: list[Figure],
-    figs: list[Figure],
-    holders: dict[int, list[Passage]],
-    matched: list[Passage],
-    hedge: bool,
-) -> tuple[list[Basis], str] | None:
-    """The basis and arithmetic of each figure the passages lack, when every
-    one follows from figures they state; else None. The pool: the figures of
-    the statement the passages hold, then the passages' own, from the lines
-    that share most with the statement."""
-    own: list[tuple[float, bool]] = []
-    origin: dict[float, Passage] = {}
-    near = [f for f in figures(sentence.context, sentence.writing) if not f.small][:MAX_FIGURES]  # what it speaks of
-    for f, held_by in [(f, holders[i][:1]) for i, f in enumerate(figs)] + [(f, matched) for f in near]:
-        for p in held_by:
-            found = next((g for g in p.figures if f.matches(g.values[0], hedge)), None)
-            if found is not None:
-                own.append((found.values[0], found.percent))
-                origin.setdefault(found.values[0], p)
-                break
-    wanted = set(reading.terms(f"{sentence.bare} {sentence.context}"))
-    pool, runs = list(own), []
-    for p in matched[:3]:
-        for g in _relevant_figures(p, wanted):
-            pool.append((g.values[0], g.percent))
-            origin.setdefault(g.values[0], p)
-        runs.append(p.runs())
-    percent = any(f.percent for f in lacking)
-    found = Derivations(pool, runs, {v for v, _ in own}, percent=percent, units=sentence.bare)
-    basis: list[Basis] = []
-    steps: list[str] = []
-    for f in lacking:
-        d = found.find(f, hedge)
-        if d is None:
-            return None
-        steps.append(d.how)
-        for v in dict.fromkeys(d.uses):
-            p = origin.get(v)
-            basis.append(Basis(figure=f"{v:,.10g}", url=p.url if p else "", passage=_shown(p) if p else ""))
-    return basis, "; ".join(steps)
-
-
-def _relevant_figures(passage: Passage, wanted: set[str]) -> list[Figure]:
-    """The passage's figures that are not counts, those of its lines that
-    share most terms with ``wanted`` first."""
-    lines = passage.lines()
-    if len(lines) == 1:
-        return lines[0][1]
-    order = sorted(range(len(lines)), key=lambda n: -len(wanted & lines[n][0]))
-    return [f for n in order for f in lines[n][1]]
-
-
-def _sequences(passage: Passage) -> list[list[float]]:
-    """The runs of figures whose sums and averages are tried: a table's
-    columns, else the passage's figures that are not years, in order."""
-    rows = [line for line in passage.text.split("\n") if line.strip().startswith("|")]
-    if len(rows) >= 3:
-        columns: dict[int, list[float]] = {}
-        for row in rows:
-            for n, cell in enumerate(row.strip().strip("|").split("|")):
-                found = figures(plain(cell), passage.writing)
-                if found and not found[0].small:
-                    columns.setdefault(n, []).append(found[0].values[0])
-        return [c for c in columns.values() if len(c) >= 3]
-    values = [f.values[0] for f in passage.figures if not (f.values[0].is_integer() and 1800 <= f.values[0] <= 2100)]
-    return [values] if len(values) >= 3 else []
+def _year(figure: Figure) -> bool:
+    v = figure.values[0]
+    return v.is_integer() and 1800 <= v <= 2100
 
 
 def support_of(report: str, shown: str, question: str = "") -> tuple[SupportCounts | None, list[Statement]]:
@@ -300,7 +351,13 @@ def support_of(report: str, shown: str, question: str = "") -> tuple[SupportCoun
         return None, []
     material = Material(shown, question)
     cross = not same_language(" ".join(s.bare for s in said), shown[:MAX_SHOWN])
-    out = [classify(s, material, cross) for s in said]
+    trusted: list[tuple[float, bool]] = []  # the report's figures stated or derived so far, the latest first
+    out = []
+    for sentence in said:
+        statement = classify(sentence, material, cross, trusted[:TRUSTED])
+        if statement.support in ("stated", "derived"):
+            trusted[:0] = [(f.values[0], f.percent) for f in sentence.figures if not _year(f)]
+        out.append(statement)
     counts = SupportCounts()
     for s in out:
         setattr(counts, s.support, getattr(counts, s.support) + 1)

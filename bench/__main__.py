@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bench.benchmarks import bench_cli, bench_history, bench_overhead, bench_parallel
 from bench.concurrent import bench_concurrent
-from bench.fleet import FLEET_RUNS, bench_fleet
+from bench.fleet import FLEET, VARIANTS, bench_fleet
 from bench.harness import BenchEnv
 from bench.recheck import bench_recheck
 from bench.retrieval import bench_retrieval
@@ -60,7 +60,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--pages-per-search", type=int, default=1, metavar="N", help="benchmark 3: pages each search finds (default 1)"
     )
     parser.add_argument(
-        "--fleet-runs", type=int, default=FLEET_RUNS, help=f"runs started at once in benchmark 8 (default {FLEET_RUNS})"
+        "--fleet",
+        default=FLEET,
+        help=f"benchmark 8's accounts: runs started at once @ requests a second (default {FLEET})",
+    )
+    parser.add_argument(
+        "--fleet-variants",
+        default=",".join(VARIANTS),
+        help=f"benchmark 8's variants (default {','.join(VARIANTS)})",
     )
     parser.add_argument("--output", type=Path, default=RESULTS / "latest.json", help="JSON file to write")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (server db, logs, blobs)")
@@ -102,7 +109,7 @@ async def run(args: argparse.Namespace) -> dict:
             elif number == "7":
                 out = await bench_recheck(env)
             elif number == "8":
-                out = await bench_fleet(env, args.fleet_runs)
+                out = await bench_fleet(env, args.fleet, tuple(args.fleet_variants.split(",")))
             elif number == "9":
                 out = await asyncio.to_thread(bench_retrieval)
             else:

@@ -67,6 +67,12 @@ def add_run_options(
     for option, field, keywords in RUN_OPTIONS:
         if field not in leave_out:
             group.add_argument(option, dest=field, default=argparse.SUPPRESS, **keywords)
+    group.add_argument(
+        "--share",
+        action="append",
+        metavar="USER|team:NAME",
+        help="who else may read the run (repeatable, or comma-separated); the run is DEEPRESEARCH_USER's",
+    )
 
 
 def add_eval_command(sub: argparse.ArgumentParser) -> None:
@@ -120,6 +126,9 @@ def build_parser() -> Parser:
         "-o", "--output", type=Path, help="save the report here (default <data dir>/reports/<id>.<format>)"
     )
     demo.add_argument("--format", choices=FORMATS, help="format of the saved report: " + FORMAT_HELP)
+    demo.add_argument(
+        "--pace", type=float, default=0.0, metavar="S", help="each research turn takes S seconds: time to steer it"
+    )
 
     add_run_options(command("start", "start:main", "start a run and print its workflow id"))
 
@@ -160,6 +169,13 @@ def build_parser() -> Parser:
     cancel = command("cancel", "cancel:main", "cancel a run: it ends with a partial report of what it found")
     cancel.add_argument("workflow_id", metavar="ID")
 
+    steer = command("steer", "steer:main", "send a running run a note: it applies at the next safe point")
+    steer.add_argument("workflow_id", metavar="ID")
+    steer.add_argument("note", nargs="?", help='what the research should do differently, e.g. "only EU sources"')
+    steer.add_argument("--url", action="append", metavar="URL", help="a page for the run to read (repeatable)")
+    steer.add_argument("--file", metavar="F", help="read the note from file F (- for standard input)")
+    steer.add_argument("--json", action="store_true", help="print {accepted, applies_at, message}")
+
     podcast = command("podcast", "podcast:main", "turn a finished run's report into a two-host audio conversation")
     podcast.add_argument("workflow_id", metavar="ID")
     podcast.add_argument("-o", "--output", type=Path, help="audio file (default <data dir>/reports/<ID>.mp3 or .wav)")
@@ -180,9 +196,20 @@ def build_parser() -> Parser:
 
     ui = command("ui", "ui:main", "serve the research desk: a web page to start, follow, review and read runs")
     ui.add_argument(
-        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need DEEPRESEARCH_UI_TOKEN)"
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1; others need users: a trusted proxy's header, "
+        "DEEPRESEARCH_UI_USERS or DEEPRESEARCH_UI_TOKEN)",
     )
     ui.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    ui.add_argument(
+        "--new-user",
+        metavar="NAME",
+        help="make a token for user NAME and its line of the users file (added to DEEPRESEARCH_UI_USERS when set), "
+        "print the token, and exit",
+    )
+    ui.add_argument("--role", default="researcher", help="with --new-user: reader, researcher or admin")
+    ui.add_argument("--team", action="append", default=[], metavar="TEAM", help="with --new-user: a team (repeatable)")
     ui.add_argument(
         "--resources-dir",
         action="append",

@@ -82,6 +82,12 @@ def render_status(status: RunStatus, workflow_id: str | None = None, elapsed: fl
         parts.append(asked)
     if status.pending_question:
         parts.append(Text(f"question: {status.pending_question}", style="yellow"))
+    for number, steer in enumerate(getattr(status, "steers", None) or [], 1):  # notes sent while it runs
+        sent = Text(f"steer {number}: ", style="dim")
+        sent.append(steer.note)
+        where = f"applied {steer.applied_at}: {steer.applied_where}" if steer.applied_at else steer.applied_where
+        sent.append(f"\n  {where or 'waiting for the next safe point'}", style="dim")
+        parts.append(sent)
     if status.note:
         parts.append(Text(f"note: {status.note}", style="yellow"))
     if status.error:
@@ -90,8 +96,25 @@ def render_status(status: RunStatus, workflow_id: str | None = None, elapsed: fl
         parts.append(Text(f"warning: {warning}", style="bold yellow"))
     if waiting := waiting_text(getattr(status, "rate_limited_since", None)):
         parts.append(Text(waiting, style="yellow"))
+    if held := getattr(status, "owner_wait", None):  # the owner's per-user limits hold it back
+        parts.append(Text(f"waiting: {held}", style="yellow"))
+    if whose := owner_text(status):
+        parts.append(Text(whose, style="dim"))
     parts.append(Text(f"usage: {usage_text(status.usage)}", style="dim"))
     return Group(*parts)
+
+
+def owner_text(status: RunStatus) -> str:
+    """Whose run it is, who may read it, who accepted its plan ("" for a run without an owner)."""
+    owner = getattr(status, "owner", None)  # (a worker older than this CLI sends none)
+    if not owner:
+        return ""
+    text = f"owner: {owner}"
+    if shared := getattr(status, "shared_with", None):
+        text += f"   shared with: {', '.join(shared)}"
+    if accepted := getattr(status, "plan_accepted_by", None):
+        text += f"   plan accepted by: {accepted}"
+    return text
 
 
 def status_changes(old: RunStatus | None, new: RunStatus) -> list[str]:
@@ -132,6 +155,8 @@ def event_line(event: ProgressEvent) -> str:
         "review_received": f"review received: {event.text}",
         "answer_received": f"answer received: {event.text}",
         "notice": f"note: {event.text}",
+        "steer_received": f"steer received: {event.text}",
+        "steer_applied": event.text,
         "finished": f"run finished: {event.text}",
         "failed": f"run failed: {event.text}",
     }.get(event.kind, f"{event.kind}: {event.text}")

@@ -19,6 +19,7 @@ from client.follow import progress_events
 from client.options import ACCEPT, EDIT, feedback_from_reply
 from client.talk import POLL_SECONDS, next_action, poll_status, waiting_for_worker
 from client.updates import execute_update
+from client.users import acting
 from infra.connection import Connection
 from workflows.models import ResearchResult, RunStatus
 
@@ -104,7 +105,9 @@ class TerminalReview:
                 if not (argument := to_argument(line)):
                     continue
                 try:  # bounded: no worker on the run's task queue is one line (client/updates.py)
-                    reply = await execute_update(self.client, self.handle.id, update, [argument, *(extra or [])])
+                    # A review names who sent it (workflows/ownership.py).
+                    sent = acting({"feedback": argument}) if update == "submit_review" else argument
+                    reply = await execute_update(self.client, self.handle.id, update, [sent, *(extra or [])])
                 except WorkflowUpdateFailedError as err:
                     self.console.print(Text(f"rejected: {rejection_reason(err)}", style="red"))
                     continue
@@ -150,11 +153,13 @@ FINAL_READ_SECONDS = 30.0  # how long the end of a run waits for its last tool c
 
 
 async def show_tool_calls(client: Client, workflow_id: str, view: ProgressView) -> None:
-    """Print each tool call from the run's progress stream as it happens."""
+    """Print each tool call (and each steer taken or applied) from the run's progress stream as it happens."""
     try:
         async for _, event in progress_events(client, workflow_id):  # by query: nothing added to the run's history
             if event.kind == "tool_call":
                 view.note(event_line(event), style="dim")
+            elif event.kind in ("steer_received", "steer_applied"):  # a note sent from elsewhere (`steer`)
+                view.note(event_line(event), style="bold cyan")
     except (WorkflowQueryFailedError, RPCError):  # the last read after the end failed: the result says the rest
         pass
 

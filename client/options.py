@@ -188,11 +188,23 @@ def research_input(args: argparse.Namespace) -> ResearchInput:
     if not question:
         raise CliError("the question is empty")
     given = {field: getattr(args, field) for _, field, _ in RUN_OPTIONS if hasattr(args, field)}
+    if hasattr(args, "share"):  # a command that starts runs: they are the CLI user's (client/users.py)
+        from client.users import cli_user
+        from workflows.user_names import split_shares
+
+        given["owner"] = cli_user()
+        if args.share:
+            given["shared_with"] = split_shares(args.share)
     try:
         return ResearchInput(question=question, **given)
     except ValidationError as err:
-        problems = "; ".join(f"{OPTION_OF_FIELD.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in err.errors())
+        problems = "; ".join(f"{_option(e['loc'])}: {e['msg']}" for e in err.errors())
         raise CliError(f"invalid run options: {problems}") from None
+
+
+def _option(loc: tuple) -> str:
+    field = str(loc[0]) if loc else "input"
+    return {"shared_with": "--share", "owner": "DEEPRESEARCH_USER"}.get(field) or OPTION_OF_FIELD.get(field, field)
 
 
 # Text arguments that go to Temporal (and so must be UTF-8), and how to name them.
@@ -206,6 +218,7 @@ TEXT_ARGUMENTS = {
     "workflow_id": "the run id",
     "run": "--run",
     "locale": "--locale",
+    "note": "the note",
 }
 
 

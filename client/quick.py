@@ -95,11 +95,12 @@ async def start(
     memo: Mapping[str, object],
     summary: str,
     details: str,
-    keywords: Mapping[str, str],
+    keywords: Mapping[str, str | list[str]],
 ) -> None:
     """Start workflow ``workflow_type`` with one argument (plain JSON), as the
     full client's ``start_workflow`` does with the project's converter: the
-    memo, the Temporal UI's summary and details, Keyword search attributes,
+    memo, the Temporal UI's summary and details, Keyword search attributes
+    (a list: KeywordList),
     a run with the same id refused while it runs (``WorkflowAlreadyStartedError``)."""
     request = StartWorkflowExecutionRequest(
         namespace=conn.namespace,
@@ -115,7 +116,8 @@ async def start(
         request.memo.fields[key].CopyFrom(payload(value))
     for key, value in keywords.items():
         request.search_attributes.indexed_fields[key].CopyFrom(payload(value))
-        request.search_attributes.indexed_fields[key].metadata["type"] = b"Keyword"
+        kind = b"KeywordList" if isinstance(value, list) else b"Keyword"
+        request.search_attributes.indexed_fields[key].metadata["type"] = kind
     request.user_metadata.summary.CopyFrom(payload(summary))
     request.user_metadata.details.CopyFrom(payload(details))
     try:

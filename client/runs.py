@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
-from infra.search_attributes import search_attributes_ready
+from infra.search_attributes import owner_keywords, owner_pairs, search_attributes_ready
 from workflows.models import PHASE_ATTRIBUTE, ResearchInput, ResearchResult
 
 if TYPE_CHECKING:
@@ -28,22 +28,27 @@ def new_workflow_id() -> str:
 async def start_research(
     client: Client, conn: Connection, request: ResearchInput, workflow_id: str
 ) -> WorkflowHandle[Any, ResearchResult]:
-    attributes = (
-        TypedSearchAttributes([SearchAttributePair(PHASE_ATTRIBUTE, FIRST_PHASE)])
-        if await search_attributes_ready(client.service_client, conn.namespace)
-        else TypedSearchAttributes.empty
-    )
     return await client.start_workflow(
         WORKFLOW_TYPE,
         wire_input(request),
         id=workflow_id,
         task_queue=conn.task_queue,
         result_type=ResearchResult,
-        search_attributes=attributes,
+        search_attributes=await run_attributes(client, conn, request),
         static_summary=run_summary(request),
         memo=run_memo(request),
         static_details=run_details(request),
     )
+
+
+async def run_attributes(client: Client, conn: Connection, request: ResearchInput) -> TypedSearchAttributes:
+    """A new run's search attributes: its first phase, its owner and who it
+    is shared with (those the server knows)."""
+    ready = await search_attributes_ready(client.service_client, conn.namespace)
+    if not ready:
+        return TypedSearchAttributes.empty
+    pairs = [SearchAttributePair(PHASE_ATTRIBUTE, FIRST_PHASE)] if PHASE_ATTRIBUTE.name in ready else []
+    return TypedSearchAttributes(pairs + owner_pairs(ready, request.owner, request.shared_with))
 
 
 def wire_input(request: ResearchInput) -> dict[str, Any]:
@@ -69,7 +74,8 @@ async def start_research_quickly(conn: Connection, request: ResearchInput, workf
         memo=run_memo(request),
         summary=run_summary(request),
         details=run_details(request),
-        keywords={PHASE_ATTRIBUTE.name: FIRST_PHASE} if ready else {},
+        keywords=({PHASE_ATTRIBUTE.name: FIRST_PHASE} if PHASE_ATTRIBUTE.name in ready else {})
+        | owner_keywords(ready, request.owner, request.shared_with),
     )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.common import TypedSearchAttributes, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -19,6 +19,7 @@ from infra.blobs import BlobNotFound, blob_store
 from infra.connection import Connection
 from infra.errors import cli_name
 from infra.finished_runs import NoReport, finished_research
+from infra.search_attributes import owner_pairs, search_attributes_ready
 from workflows.side_models import PodcastResult, ProseResult, SideStatus, SlidesResult, SourceReport
 
 SIDE_TYPES = {"podcast": "Podcast", "slides": "Slides", "prose": "Prose"}
@@ -61,6 +62,8 @@ async def finished_report(client: Client, run_id: str, namespace: str) -> Source
         report=result.final_report,
         locale=result.locale,
         citations=result.citations,
+        owner=result.owner,
+        shared_with=result.shared_with,
     )
 
 
@@ -78,7 +81,11 @@ async def start_once(client: Client, conn: Connection, kind: str, argument: Any,
         WorkflowIDConflictPolicy.USE_EXISTING,
         None,
     )
+    attributes = TypedSearchAttributes.empty
     if isinstance(argument, SourceReport):
+        # The side output is the run owner's, shared as the run is.
+        ready = await search_attributes_ready(client.service_client, conn.namespace)
+        attributes = TypedSearchAttributes(owner_pairs(ready, argument.owner, argument.shared_with))
         source = await client.get_workflow_handle(argument.run_id).describe()
         memo = {SOURCE_RUN: source.run_id}
         if await made_from_another_run(client, workflow_id, source):
@@ -93,6 +100,7 @@ async def start_once(client: Client, conn: Connection, kind: str, argument: Any,
             id_conflict_policy=conflict,
             id_reuse_policy=reuse,
             memo=memo,
+            search_attributes=attributes,
             static_summary=f"{kind} of {argument.run_id}" if hasattr(argument, "run_id") else None,
         )
     except WorkflowAlreadyStartedError:  # completed before: fetch it again

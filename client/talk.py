@@ -57,6 +57,8 @@ def next_action(status: RunStatus, workflow_id: str) -> str | None:
     if status.phase == "completed" and getattr(status, "outcome", None) == "completed":
         # where follow-up questions go, asked or not yet (`status` of the thread shows them)
         return f"ask a follow-up: {cli_name()} ask {workflow_id} QUESTION  (its thread: {thread_id(workflow_id)})"
+    if status.phase in ("investigating", "planning", "researching", "reporting"):
+        return f'steer it while it runs: {cli_name()} steer {workflow_id} "NOTE"  (--url URL for a page to read)'
     return None
 
 

@@ -28,10 +28,10 @@ async def ask(client: Client, conn: Connection, run_id: str, question: str, revi
     ``FollowUpAnswer``. One line (CliError) when the run has no report, the
     question is empty or no worker serves the run's task queue."""
     from temporalio.client import WithStartWorkflowOperation
-    from temporalio.common import WorkflowIDConflictPolicy
+    from temporalio.common import TypedSearchAttributes, WorkflowIDConflictPolicy
 
     from client.commands.run import has_pollers
-    from infra.search_attributes import search_attributes_ready
+    from infra.search_attributes import OWNER_ATTRIBUTES, owner_pairs, search_attributes_ready
 
     question = question.strip()
     if not question:
@@ -41,22 +41,30 @@ async def ask(client: Client, conn: Connection, run_id: str, question: str, revi
             f"the question is {len(question):,} characters long; a follow-up question may have at most "
             f"{MAX_QUESTION:,}: shorten it (or start a run on it: `{cli_name()} run QUESTION --continue-from {run_id}`)"
         )
-    await finished_report(client, run_id, conn.namespace)  # one line when there is no report
+    source = await finished_report(client, run_id, conn.namespace)  # one line when there is no report
     await check_thread_id(client, run_id)
     queue = (await client.get_workflow_handle(run_id).describe()).task_queue or conn.task_queue
     if not await has_pollers(client, dataclasses.replace(conn, task_queue=queue)):
         raise CliError(
             f"no worker polls task queue {queue!r}, the queue of run {run_id}: start one with {worker_command(queue)}"
         )
-    attributes = await search_attributes_ready(client.service_client, conn.namespace)
+    ready = await search_attributes_ready(client.service_client, conn.namespace)
+    given = FollowUpInput(
+        run_id=run_id,
+        search_attributes=bool(ready),
+        owner=source.owner,  # the run's: the thread and its research runs inherit them
+        shared_with=source.shared_with,
+        owner_attributes=OWNER_ATTRIBUTES <= ready,
+    )
     start = WithStartWorkflowOperation(
         "FollowUp",
-        FollowUpInput(run_id=run_id, search_attributes=attributes),
+        given,
         id=thread_id(run_id),
         task_queue=queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         memo={"run": run_id, "questions": 0},
         static_summary=f"follow-up questions on run {run_id}"[:200],
+        search_attributes=TypedSearchAttributes(owner_pairs(ready, source.owner, source.shared_with)),
     )
     return asyncio.create_task(
         client.execute_update_with_start_workflow(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from client.errors import CliError
 from client.talk import worker_command
@@ -33,7 +33,7 @@ WAIT = 60.0  # seconds in all
 # A worker long-polls its task queue for up to about a minute at a time, so
 # one that has not polled for longer than this is gone.
 POLLED_LATELY = timedelta(seconds=90)
-WHAT = {"submit_review": "review", "answer_clarification": "answer"}
+WHAT = {"submit_review": "review", "answer_clarification": "answer", "steer": "steer"}
 
 
 async def run_task_queue(service: WorkflowService, namespace: str, workflow_id: str) -> tuple[str, bool]:
@@ -70,14 +70,20 @@ def no_worker_line(workflow_id: str, queue: str, update: str) -> str:
 
 
 async def execute_update(
-    client: Client, workflow_id: str, update: str, args: Sequence[object], update_id: str | None = None, waited=0.0
-) -> str:
+    client: Client,
+    workflow_id: str,
+    update: str,
+    args: Sequence[object],
+    update_id: str | None = None,
+    waited=0.0,
+    result_type: type = str,
+) -> Any:
     """The update's result, through the SDK's full client (a rejection raises
     ``WorkflowUpdateFailedError``); CliError when no worker polls the run's
     task queue, or none answered within ``WAIT`` seconds. ``waited``: seconds
     already spent waiting (the quick way's try)."""
     handle = client.get_workflow_handle(workflow_id)
-    task = asyncio.ensure_future(handle.execute_update(update, args=list(args), id=update_id, result_type=str))
+    task = asyncio.ensure_future(handle.execute_update(update, args=list(args), id=update_id, result_type=result_type))
     try:
         first = max(FIRST_LOOK - waited, 0.0)
         if first and (await asyncio.wait({task}, timeout=first))[0]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from infra.errors import ConfigError
+from infra.user_limits import UserLimits
 
 # Payloads above this size go to external storage (infra/converter.py; the SDK
 # warns at 512 KiB), not into history.
@@ -206,6 +207,8 @@ class Settings:
     # Model requests a second for the whole deployment (every worker), paced by
     # Temporal on the model task queue (worker.py); None: not paced.
     model_rps: float | None = None
+    # Per-user limits the runs keep (infra/user_limits.py; off by default).
+    user_limits: UserLimits = field(default_factory=UserLimits)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -252,6 +255,7 @@ class Settings:
             sandbox_url=(env.get("DEEPRESEARCH_SANDBOX_URL") or "").strip() or None,
             context_window_source=window_source(default_window, models["researcher"]),
             **_model_call_settings(env),
+            user_limits=UserLimits.from_env(env),
         )
 
     def check(self) -> None:

@@ -11,6 +11,12 @@ what it is sent (so it proves what actually reached the model):
 - coder: runs Python, then reports exactly what the code printed;
 - reporter: writes a report quoting the findings and sources it was given
   (plus ``report_extra``, e.g. an invented citation).
+
+Steers (notes sent while the run runs, workflows/steering.py) are honoured
+visibly: a note that starts with "also " adds a research step "Steered:
+<the rest>" wherever a plan is made or revised (any other note changes no
+step); an agent told a note says "Guidance followed: <note>" in its
+findings; a reporter given notes titles its report "following: <notes>".
 """
 
 from __future__ import annotations
@@ -45,6 +51,27 @@ def evidence_shown(request: dict) -> str:
     users = [m.get("content") or "" for m in request["messages"] if m["role"] == "user"]
     first = users[0].split("# Evidence gathered", 1)[1] if users and "# Evidence gathered" in users[0] else ""
     return "\n".join([first, *users[1:]])
+
+
+GUIDANCE = "# The user's guidance, sent during the research"
+TOLD = "Follow it from now on:\n"
+
+
+def steer_notes(text: str) -> list[str]:
+    """The notes a request holds: the guidance section's lines, and the notes
+    an agent was told between turns."""
+    notes = []
+    for part in text.split(GUIDANCE)[1:]:
+        for line in part.split("\n\n", 1)[0].splitlines()[1:]:
+            if line.startswith("- "):
+                notes.append(line[2:].strip())
+    for part in text.split(TOLD)[1:]:
+        notes.append(part.split("\n", 1)[0].strip())
+    return list(dict.fromkeys(notes))
+
+
+def steered_steps(notes: list[str]) -> list[tuple[str, str]]:
+    return [(f"Steered: {n[5:].strip()}", "research") for n in notes if n.lower().startswith("also ")]
 
 
 def plan_json(title: str, steps: list[tuple[str, str]], enough: bool = False) -> str:
@@ -117,7 +144,13 @@ class ResearchScript:
         return Reply(tool_calls=[("handoff_to_planner", {"research_topic": last_user(request), "locale": "en-US"})])
 
     def planner(self, request: dict) -> Reply | str:
-        steps = list(self.steps)
+        notes = steer_notes(all_text(request))
+        if "# Steps not started yet" in last_user(request):  # revising the steps not started from a steer
+            text = last_user(request).split("# Steps not started yet\n", 1)[1]
+            left = json.loads(text.split("\n\n" + GUIDANCE, 1)[0])
+            kept = [(s["title"], s["step_type"]) for s in left]
+            return plan_json("Scripted research", kept + [s for s in steered_steps(notes) if s not in kept])
+        steps = list(self.steps) + steered_steps(notes)
         for message in request["messages"]:
             found = re.search(r"asks for changes: (.+)", message.get("content") or "")
             if message["role"] == "user" and found:
@@ -134,6 +167,7 @@ class ResearchScript:
             url = re.search(r"URL: (\S+)", text)
             return Reply(tool_calls=[("crawl", {"url": url.group(1) if url else "http://none.invalid/"})])
         facts = re.findall(r"FACT: [^\n.]+", text) + re.findall(r"produced [\d.]+ megawatts", text)
+        facts += [f"Guidance followed: {note}" for note in steer_notes(all_text(request))]
         urls = sorted(set(re.findall(r"URL: (\S+)", text)))
         return (
             "## Findings\n"
@@ -154,8 +188,10 @@ class ResearchScript:
     def reporter(self, request: dict) -> Reply | str:
         material = first_user(request)
         changes = what_changed(request["messages"][0]["content"], material)
+        notes = steer_notes(material)
+        following = f" (following: {'; '.join(notes)})" if notes else ""
         return (
-            f"# Scripted Report\n\n{changes}## Key Points\n- Based on the findings below.\n\n"
+            f"# Scripted Report{following}\n\n{changes}## Key Points\n- Based on the findings below.\n\n"
             f"## Detailed Analysis\n{material}\n{self.report_extra}"
         )
 

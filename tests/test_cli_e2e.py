@@ -240,16 +240,22 @@ async def test_a_review_sent_while_no_worker_runs_is_applied_once_when_one_comes
 async def test_start_sends_what_the_full_client_sends(env, temporal_client, task_queue):
     """`start` goes the quick way (client/quick.py); the run it starts has the
     input, memo, Temporal UI summary and details and phase that the full
-    client's start gives, and a second start with the same id is refused."""
+    client's start gives (owner and sharing too), and a second start with the same id is refused."""
     from client.runs import start_research
     from infra.connection import Connection
-    from workflows.models import PHASE_ATTRIBUTE, ResearchInput
+    from workflows.models import OWNER_ATTRIBUTE, PHASE_ATTRIBUTE, SHARED_ATTRIBUTE, ResearchInput
 
     idle = f"{task_queue}-idle"  # no worker: the runs only have to exist
     question = "Wie viel Licht gab der Leuchtturm Lantern Rock 1911?\n(zweite Zeile)"
-    quick = cli(env, "start", question, "--max-step-num", "2", "--report-style", "news", "--task-queue", idle)
+    quick = cli(
+        env | {"DEEPRESEARCH_USER": "alice"},
+        "start", question, "--max-step-num", "2", "--report-style", "news", "--task-queue", idle,
+        "--share", "bob,team:ops",
+    )  # fmt: skip
     assert quick.returncode == 0, quick.stderr
-    request = ResearchInput(question=question, max_step_num=2, report_style="news")
+    request = ResearchInput(
+        question=question, max_step_num=2, report_style="news", owner="alice", shared_with=["bob", "team:ops"]
+    )
     full = await start_research(temporal_client, Connection(task_queue=idle), request, f"full-{task_queue}")
 
     async def started(handle):
@@ -263,6 +269,8 @@ async def test_start_sends_what_the_full_client_sends(env, temporal_client, task
             described.workflow_type,
             attributes.task_queue.name,
             described.typed_search_attributes.get(PHASE_ATTRIBUTE),
+            described.typed_search_attributes.get(OWNER_ATTRIBUTE),
+            described.typed_search_attributes.get(SHARED_ATTRIBUTE),
         )
         return given, await described.memo(), shown, keep
 
@@ -270,8 +278,9 @@ async def test_start_sends_what_the_full_client_sends(env, temporal_client, task
     try:
         seen = await started(quick_handle)
         assert seen == await started(full)
-        given, memo, (summary, details), _ = seen
+        given, memo, (summary, details), keep = seen
         assert given == request and memo == {"question": question}
+        assert keep[-2:] == ("alice", ["bob", "team:ops"])
         assert "\n" not in summary and "`max_step_num`: 2" in details
         again = cli(env, "start", question, "--task-queue", idle, "--id", quick_handle.id)
         assert (

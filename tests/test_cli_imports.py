@@ -103,6 +103,7 @@ def test_quick_commands_load_only_the_temporal_client_and_what_they_print_with(a
         ["review", "X", "--feedback", "[ACCEPTED]", *NOWHERE],
         ["review", "X", "--accept", *NOWHERE],
         ["answer", "X", "yes", *NOWHERE],
+        ["steer", "X", "only EU sources", "--url", "https://a.eu/", *NOWHERE],
     ],
 )
 def test_status_review_and_answer_go_the_quick_way_without_the_full_client_or_the_models(argv):

@@ -80,7 +80,12 @@ def test_every_run_option_maps_to_its_input_field(command, tmp_path, monkeypatch
         "--resource",
         "docs",
         "--sequential",
+        "--share",
+        "bob,team:ops",
+        "--share",
+        "carol",
     )
+    monkeypatch.setenv("DEEPRESEARCH_USER", "alice")
     assert research_input(args) == ResearchInput(
         question="What is Temporal?",
         locale="zh-CN",
@@ -96,13 +101,16 @@ def test_every_run_option_maps_to_its_input_field(command, tmp_path, monkeypatch
         agent_max_turns=9,
         resources=[str(tmp_path / "notes.md"), str(tmp_path / "docs")],
         parallel_research=False,
+        owner="alice",  # the run is DEEPRESEARCH_USER's, readable by whom --share names
+        shared_with=["bob", "team:ops", "carol"],
     )
 
 
-def test_options_not_given_keep_the_model_defaults():
+def test_options_not_given_keep_the_model_defaults(monkeypatch):
+    monkeypatch.setenv("DEEPRESEARCH_USER", "alice")
     request = research_input(parse("start", "Why is the sky blue?"))
-    assert request.model_fields_set == {"question"}
-    assert request == ResearchInput(question="Why is the sky blue?")
+    assert request.model_fields_set == {"question", "owner"}  # a run always has an owner
+    assert request == ResearchInput(question="Why is the sky blue?", owner="alice")
 
 
 def test_out_of_range_option_names_the_flag():
@@ -458,6 +466,7 @@ async def test_the_terminal_review_does_not_ask_again_for_a_plan_or_question_it_
         return RunStatus(phase="awaiting_review", question="q", plan=plan, review_pending=True, plan_version=version)
 
     monkeypatch.setattr(sys, "stdin", io.StringIO("add costs\n\nIn Norway\nIn 1911\n"))
+    monkeypatch.setenv("DEEPRESEARCH_USER", "alice")
     run = ReviewedRun()
     review = TerminalReview(run, run, ProgressView(Console(file=io.StringIO()), run.id))
 
@@ -474,8 +483,8 @@ async def test_the_terminal_review_does_not_ask_again_for_a_plan_or_question_it_
     answered = [Clarification(question="Where?", answer="In Norway")]
     await shown(asked.model_copy(update={"clarifications": answered, "pending_question": "When?"}))
     assert run.updates == [
-        ("submit_review", ["[EDIT_PLAN] add costs", 1], 1),
-        ("submit_review", ["[ACCEPTED]", 2], 2),
+        ("submit_review", [{"feedback": "[EDIT_PLAN] add costs", "by": "alice"}, 1], 1),  # the review names who
+        ("submit_review", [{"feedback": "[ACCEPTED]", "by": "alice"}, 2], 2),
         ("answer_clarification", ["In Norway"], "Where?"),
         ("answer_clarification", ["In 1911"], "When?"),
     ]

@@ -202,3 +202,44 @@ async def test_a_long_step_continues_as_new_between_its_turns(
     # The same random token: the session was never rebuilt by replaying its cells.
     assert f"TOKEN={first_token.group(1)} LOG={log}" in result.final_report
     assert scheduled(histories, "close_sandbox") == 1
+
+
+async def test_a_steer_survives_continue_as_new_and_is_told_once(
+    eager_server, data_dir, worker_env, task_queue, llm, script
+):
+    """A steer taken before the run continues as new inside a step is kept
+    (RunState.steers): applied once, never told twice to the agent that goes on."""
+    from testkit.crash import Gate
+
+    normal_researcher = script.researcher
+
+    def researcher(request):
+        turn = turns_done(request)
+        if turn < SEARCH_TURNS:
+            return Reply(
+                tool_calls=[("web_search", {"query": f"lighthouse {turn}-{i}"}) for i in range(SEARCHES_PER_TURN)]
+            )
+        return normal_researcher(request)
+
+    script.researcher = researcher
+    gate = Gate(script, "researcher", 1)
+    llm.handler = gate
+    client = await connect(Connection(address=eager_server.address, data_dir=data_dir))
+    worker, held = build_worker(client, Settings.from_env(worker_env), task_queue, max_cached_workflows=0)
+    async with worker:
+        handle = await start(client, task_queue, "Tell me about Lantern Rock", auto_accept_plan=True)
+        first_run = handle.result_run_id
+        await gate.wait_reached()
+        await handle.execute_update("steer", {"note": "only EU sources"}, result_type=dict)
+        gate.release()
+        async with asyncio.timeout(120):
+            result = await handle.result()
+        histories = await runs_of(client, handle.id, first_run)
+    await held.close_all()
+
+    assert result.status == "completed" and len(histories) > 1  # it continued as new
+    [steer] = result.steers  # carried by the runs it continued as
+    assert steer.note == "only EU sources" and steer.applied_at
+    told = [sum("only EU sources" in str(m.get("content")) for m in r["messages"]) for r in llm.calls("researcher")]
+    assert told[0] == 0 and set(told[1:]) == {1}, told  # told once, kept in its conversation after
+    assert "only EU sources" in result.final_report.split("## Guidance received during the research", 1)[1]

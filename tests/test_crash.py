@@ -12,7 +12,8 @@ the workflow history) reached the scripted servers again.
 - ``test_kill_at_chosen_points``: during a model call (the researcher's
   second request is held open until the worker is dead), during a tool call
   (a page served slowly: the step's evidence crawl, before its researcher's
-  first turn), while waiting for review, during the reporter call.
+  first turn), while waiting for review, during the reporter call, and with a
+  steer taken but not yet applied (the new worker applies it at the same turn).
 - ``test_kill_at_random_points``: ``CRASH_RUNS`` runs (default 3), each
   killed at a random point: after the k-th model request (k in 1..7 of 8)
   plus a random 0-0.6 s, half of them with a human review by update. The
@@ -262,6 +263,23 @@ async def _killed_in_report(address: str, folder: Path) -> str:
     return f"recovered in {run.recoveries[0]:.1f} s"
 
 
+async def _killed_between_taking_and_applying_a_steer(address: str, folder: Path) -> str:
+    async with CrashRun(address, folder, "steer") as run:
+        gate = run.gate("researcher", 2)
+        handle = await run.start(auto_accept_plan=True)
+        await gate.wait_reached()
+        reply = await handle.execute_update("steer", {"note": "only EU sources"}, result_type=dict)
+        assert reply["accepted"] and reply["applies_at"] == "next_turn"
+        await run.restart_worker()  # the steer is taken (in the history), not yet applied
+        gate.release()
+        outcome = await run.finish(handle)
+    assert outcome.problems() == []
+    told = ["only EU sources" in json.dumps(r["messages"]) for r in run.llm.calls("researcher")]
+    assert told == [False, False, False, True]  # turns 1 and 2 (and 2's retry) before it, turn 3 told
+    assert outcome.result.steers[0].applied_where == "researcher · step 1, turn 3"
+    return f"recovered in {run.recoveries[0]:.1f} s, the steer applied at turn 3"
+
+
 async def test_kill_at_chosen_points(dev_server, tmp_path):
     began = time.monotonic()
     results = await _gather(
@@ -270,11 +288,14 @@ async def test_kill_at_chosen_points(dev_server, tmp_path):
             "tool call": _killed_in_tool_call(dev_server.address, tmp_path / "tool"),
             "awaiting review": _killed_while_awaiting_review(dev_server.address, tmp_path / "review"),
             "reporter call": _killed_in_report(dev_server.address, tmp_path / "report"),
+            "steer taken, not applied": _killed_between_taking_and_applying_a_steer(
+                dev_server.address, tmp_path / "steer"
+            ),
         }
     )
     for name, note in results.items():
         print(f"killed during {name}: completed, 0 repeats, {note}")
-    print(f"4 kill points in {time.monotonic() - began:.1f} s")
+    print(f"{len(results)} kill points in {time.monotonic() - began:.1f} s")
 
 
 async def test_kill_at_random_points(dev_server, tmp_path):

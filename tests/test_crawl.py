@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import io
+import json
+import os
 import socket
+import threading
 import time
 import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pypdf
@@ -544,3 +549,96 @@ def test_11_a_pdf_that_takes_too_long_is_stopped_at_its_time_limit():
     with pytest.raises(documents.CrawlRefused, match="took longer than 1 s"):
         documents.pdf_in_child(data, "at http://example.com/bomb.pdf", max_seconds=1)
     assert time.monotonic() - started < 10  # killed, not waited for
+
+
+# --- HTML conversion: a time limit, in a child; never the model's threads (issue 36 item 3) ---
+
+
+def our_children() -> list[tuple[int, str, str]]:
+    """(pid, state, command line) of this process's page converters (its
+    children running activities.html_text; the session's dev server and
+    other children are not theirs to count)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                command = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        state, parent = stat.rsplit(")", 1)[1].split()[:2]
+        if int(parent) == os.getpid() and "activities.html_text" in command:
+            found.append((int(entry), state, command))
+    return found
+
+
+def many_paragraphs(count: int) -> bytes:
+    """A small page whose conversion takes long: time grows faster than the page."""
+    return b"<html><head><title>P</title></head><body>" + b"<p>word</p>" * count + b"</body></html>"
+
+
+async def test_36_a_page_too_complex_to_convert_in_time_is_refused_and_nothing_of_it_runs_on(pages, blobs):
+    """30,000 bare paragraphs (330 KB) take trafilatura seconds; with a limit
+    of 0.3 s the crawl says so in one line, and the child that converted it
+    is killed and reaped: no process of the conversion is left."""
+    pages.add("/paragraphs", many_paragraphs(30_000))
+    documents.HTML_CHILDREN.close()  # no idle converter from earlier tests
+    crawler = CrawlActivities(blobs, allow_private=True, timeout=5.0, convert_seconds=0.3)
+    result = await crawl(crawler, pages.url("/paragraphs"))
+    assert result.error, result.content
+    assert result.content == (
+        f"Error: the page at {pages.url('/paragraphs')} is too complex to convert to text: it took longer than 0.3 s"
+    )
+    assert our_children() == []  # killed and reaped (no zombie either)
+    pages.add("/zebras", article("Zebras", PARAGRAPHS))  # the next page gets a new converter
+    ok = await crawl(CrawlActivities(blobs, allow_private=True, timeout=5.0), pages.url("/zebras"))
+    assert not ok.error and "4,217 zebras" in (await blobs.get(ok.blob))
+
+
+def test_36_a_model_reply_is_read_while_page_work_holds_every_default_thread():
+    """Pages converting used to take the default executor's threads, and a
+    trivial reply then failed as unreadable after 30 s: the reading of
+    replies has threads of its own. (A loop of its own: its default executor
+    is replaced.)"""
+    from activities.off_loop import off_loop
+
+    async def read_while_busy():
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=2))
+        release = threading.Event()
+        held = [loop.run_in_executor(None, release.wait) for _ in range(2)]  # e.g. two pages converting
+        try:
+            return await off_loop(json.loads, '{"reply": "short"}', seconds=3)
+        finally:
+            release.set()
+            await asyncio.gather(*held)
+
+    assert asyncio.run(read_while_busy()) == {"reply": "short"}
+
+
+async def test_36_a_crawl_cancelled_while_its_page_converts_leaves_no_converter_running(pages, blobs):
+    """A cancelled crawl (its run cancelled, its heartbeat lost) kills the
+    child converting its page at once, rather than letting it run its limit."""
+    pages.add("/zebras", article("Zebras", PARAGRAPHS))
+    pages.add("/paragraphs", many_paragraphs(60_000))  # seconds of conversion
+    documents.HTML_CHILDREN.close()
+    crawler = CrawlActivities(blobs, allow_private=True, timeout=5.0, convert_seconds=120)
+    assert not (await crawl(crawler, pages.url("/zebras"))).error
+    [(converter, _, _)] = our_children()  # idle, waiting for the next page
+    task = asyncio.create_task(crawl(crawler, pages.url("/paragraphs")))
+    for _ in range(3000):  # until it works on the page
+        if any(pid == converter and state == "R" for pid, state, _ in our_children()) or task.done():
+            break
+        await asyncio.sleep(0.02)
+    assert not task.done()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(100):  # the page-work thread reaps the killed child
+        if not our_children():
+            break
+        await asyncio.sleep(0.05)
+    assert our_children() == []

@@ -316,6 +316,43 @@ def test_the_demo_planner_applies_simple_edits_and_says_plainly_when_it_cannot()
     assert "could not apply this edit" in same["thought"] and "make it more thorough" in same["thought"]
 
 
+def test_the_demo_model_honours_a_steer_in_the_plan_the_steps_not_started_and_the_report():
+    """`demo` documents steering its run: what the workflow sends at each
+    safe point (workflows/steer_models.py), answered visibly."""
+    from client.demo.roles import play
+    from client.demo.text import report
+    from workflows.models import Plan, Step
+    from workflows.steer_models import SteerRecord, planner_guidance, reporter_guidance, revise_request
+
+    steers = [SteerRecord(note="add a step on the keepers of the light", received_at="2026-05-01T10:00:00+00:00")]
+    system = {"role": "system", "content": "You are the planner of a deep-research team."}
+    asked = {"role": "user", "content": "# Research question\nWho designed the Greyhorn Light?"}
+    told = {"role": "user", "content": planner_guidance(steers, replanning=False)}
+    first = json.loads(play({"messages": [system, asked, told]}).content)
+    assert [s["title"] for s in first["steps"]][-1] == "The keepers of the light"
+
+    plan = Plan(
+        title="Greyhorn",
+        steps=[
+            Step(title="Who designed it", execution_res="found"),
+            Step(title="Compute the figures asked for", step_type="processing"),
+        ],
+    )
+    revising = {"role": "user", "content": revise_request("Who designed the Greyhorn Light?", plan, [1], steers)}
+    revised = json.loads(play({"messages": [system, revising]}).content)
+    assert [s["title"] for s in revised["steps"]] == ["The keepers of the light", "Compute the figures asked for"]
+    unchanged = [SteerRecord(note="keep it short", received_at="2026-05-01T10:00:00+00:00")]
+    revising["content"] = revise_request("Who designed the Greyhorn Light?", plan, [1], unchanged)
+    assert [s["title"] for s in json.loads(play({"messages": [system, revising]}).content)["steps"]] == [
+        "Compute the figures asked for"
+    ]
+
+    text = report(
+        [f"# Research question\nWho designed the Greyhorn Light?\n\n{reporter_guidance(steers)}\n\n# Findings\n"]
+    )
+    assert "> Following your guidance: add a step on the keepers of the light" in text.split("## Key Points")[0]
+
+
 def test_a_follow_up_question_is_answered_from_the_findings_or_sent_to_research():
     """`ask` on a demo run: the demo model plays the follow-up role (it wrote
     a report on the thread's own request, titled "# Findings of the research run …")."""

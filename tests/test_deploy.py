@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import ipaddress
 import json
 import os
 import re
@@ -122,6 +123,8 @@ def test_compose_has_the_cluster_services():
         "minio-setup",
         "worker",
         "sandbox",
+        "desk",
+        "oauth2-proxy",
     }
     assert SERVICES["postgresql"]["image"] == "postgres:16"
     assert SERVICES["temporal"]["image"].startswith("temporalio/server:")
@@ -150,7 +153,8 @@ def test_ports():
     assert published("temporal") == {7233: "127.0.0.1:7233"}
     assert published("temporal-ui") == {8080: "127.0.0.1:8080"}
     assert published("minio") == {9000: "127.0.0.1:9000", 9001: "127.0.0.1:9001"}
-    for service in ("postgresql", "worker", "temporal-schema", "temporal-admin-tools", "minio-setup"):
+    assert published("oauth2-proxy") == {4180: "127.0.0.1:4180"}
+    for service in ("postgresql", "worker", "temporal-schema", "temporal-admin-tools", "minio-setup", "desk"):
         assert not published(service), f"{service} publishes no port"
 
 
@@ -228,6 +232,36 @@ def test_search_attributes_registered_match_the_dev_server():
     assert "temporal operator search-attribute create" in script
     assert "${SEARCH_ATTRIBUTES}" in script
     assert SERVICES["temporal-admin-tools"]["entrypoint"][-1] == "/deploy/setup-temporal.sh"
+
+
+def test_the_desk_is_reached_only_through_the_signing_in_proxy():
+    """docs/deploy.md, "A team on one deployment": oauth2-proxy signs people in and
+    names them in a header; the desk takes that header from the proxy's fixed
+    address only, publishes no port, and reads its users file."""
+    from client.desk.users import Who, parse_users, trusted_proxies
+
+    desk, proxy = service_env("desk"), service_env("oauth2-proxy")
+    assert SERVICES["desk"]["command"][:2] == ["deepresearch", "ui"] and "--host" in SERVICES["desk"]["command"]
+    assert SERVICES["desk"]["image"] == WORKER["image"] and SERVICES["desk"]["profiles"] == ["desk"]
+    assert SERVICES["oauth2-proxy"]["image"].startswith("quay.io/oauth2-proxy/oauth2-proxy:")
+    assert proxy["OAUTH2_PROXY_UPSTREAMS"] == f"http://desk:{SERVICES['desk']['command'][-1]}/"
+    assert proxy["OAUTH2_PROXY_PASS_USER_HEADERS"] == proxy["OAUTH2_PROXY_SKIP_AUTH_STRIP_HEADERS"] == "true"
+    assert desk["DEEPRESEARCH_UI_USER_HEADER"] == "X-Forwarded-Email"  # one of those oauth2-proxy passes
+    proxy_address = SERVICES["oauth2-proxy"]["networks"]["desk"]["ipv4_address"]
+    (trusted,) = trusted_proxies(desk["DEEPRESEARCH_UI_TRUSTED_PROXIES"])
+    assert trusted.num_addresses == 1 and str(trusted.network_address) == proxy_address
+    assert SERVICES["desk"]["networks"]["desk"]["ipv4_address"] != proxy_address
+    subnet = COMPOSE["networks"]["desk"]["ipam"]["config"][0]["subnet"]
+    assert ipaddress.ip_address(proxy_address) in ipaddress.ip_network(subnet)
+    # The users file it mounts parses; the desk's settings make a Who (its one-line checks pass).
+    mounted = dict(reversed(spec.split(":")[:2]) for spec in SERVICES["desk"]["volumes"])
+    users = Path(desk["DEEPRESEARCH_UI_USERS"])
+    assert parse_users((ROOT / mounted[str(users.parent)] / users.name).read_text()) == {}
+    who = Who.from_env(desk | {"DEEPRESEARCH_UI_USERS": ""}, "desk", None)
+    assert who.header == "X-Forwarded-Email" and not who.open
+    # The worker keeps the per-user limits; the desk needs the owners' search attributes registered.
+    assert {"DEEPRESEARCH_USER_MAX_RUNS", "DEEPRESEARCH_USER_DAILY_TOKENS"} <= set(WORKER["environment"])
+    assert {"ResearchOwner", "ResearchShared"} <= set(SEARCH_ATTRIBUTES)
 
 
 def test_dev_server_and_compose_server_read_task_queues_often():
@@ -686,9 +720,10 @@ async def test_run_passes_large_payloads_from_worker_to_client_through_s3(
     settings = Settings.from_env(worker_env | {"DEEPRESEARCH_DATA_DIR": str(worker_dir)})
     worker_client = await connect_when_ready(Connection(address=dev_server.address, data_dir=worker_dir))
     client = await connect_when_ready(Connection(address=dev_server.address, data_dir=client_dir))
-    # ~300 KB of rows that differ (a reply that repeats itself is cut as a loop)
-    script.report_extra = "\n\nAppendix: " + "".join(
-        f"long table row {i} | {i * 7} | {i * 13} |\n" for i in range(8_000)
+    # ~300 KB of rows that differ (a reply that repeats itself is cut as a loop), in a code block: a
+    # listing, not statements (as prose its made-up figures would be invention, and the report refused)
+    script.report_extra = (
+        "\n\nAppendix:\n```\n" + "".join(f"long table row {i} | {i * 7} | {i * 13} |\n" for i in range(8_000)) + "```\n"
     )
     worker, held = build_worker(worker_client, settings, task_queue, max_cached_workflows=0)
     try:

@@ -153,6 +153,40 @@ async def test_start_edit_accept_and_read_the_report(page, desk, worker, script,
     assert FACT in path.read_text()
 
 
+async def test_a_running_run_is_steered_from_the_page(page, desk, worker, script, llm):
+    gate = Gate(script, "researcher", 2)  # the first step's second turn, held
+    llm.handler = gate
+    await page.goto(desk)
+    await page.get_by_test_id("question-input").fill(QUESTION)
+    await page.locator("summary").click()
+    await page.locator("#auto-accept").check()
+    await page.get_by_test_id("start-button").click()
+    await gate.wait_reached()
+    await phase_is(page, "researching")
+    await page.get_by_test_id("steer-input").fill("only EU sources")
+    await page.get_by_test_id("steer-button").click()
+    steer = page.get_by_test_id("steer")
+    await playwright_api.expect(steer).to_contain_text("waiting for the next safe point", timeout=WAIT)
+    await playwright_api.expect(page.locator("#notice")).to_contain_text("steer 1 taken")
+    gate.release()
+    await phase_is(page, "completed")
+    await playwright_api.expect(steer).to_contain_text("applied", timeout=WAIT)
+    await playwright_api.expect(steer).to_contain_text("researcher · step 1, turn 3")
+    await playwright_api.expect(page.get_by_test_id("steer-input")).to_be_hidden()
+    await playwright_api.expect(page.get_by_test_id("report")).to_contain_text("Guidance received during the research")
+    assert "steer_applied" in await page.get_by_test_id("progress").inner_text()
+    # Once the run has ended, a steer is refused with one line that says what to do instead.
+    late = await page.evaluate(
+        """async (id) => {
+            const r = await fetch(`/api/runs/${id}/steer`, {method: "POST",
+                headers: {"Content-Type": "application/json"}, body: JSON.stringify({note: "too late"})});
+            return [r.status, (await r.json()).error];
+        }""",
+        page.url.rsplit("/", 1)[1],
+    )
+    assert late[0] == 409 and "ask a follow-up question" in late[1]
+
+
 async def test_a_clarifying_question_is_answered_on_the_page(page, desk, worker, script):
     script.clarify_rounds = 1
     await start_from_page(page, desk, clarify=True)

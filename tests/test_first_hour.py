@@ -243,9 +243,9 @@ async def test_9_watch_says_when_the_review_arrives(worker_env, worker, temporal
         if watch.poll() is None:
             watch.kill()
     lines = out.splitlines()
-    assert "review received: plan accepted" in lines
-    waiting = lines.index("the plan is waiting for review")
-    assert waiting < lines.index("review received: plan accepted")
+    received = [n for n, line in enumerate(lines) if line.startswith("review received: plan accepted by ")]
+    assert received, lines  # and who accepted it (the CLI's user)
+    assert lines.index("the plan is waiting for review") < received[0]
     assert watch.returncode == 0
 
 

@@ -357,3 +357,17 @@ def test_how_a_reports_statements_are_supported_is_measured_at_once_on_hostile_t
         """
     )
     assert int(out) == len(pumps)  # each judged (the report states the three sentences), none took minutes
+
+
+def test_a_passage_full_of_link_openings_is_escaped_at_once():
+    """What a passage's text that looks like headers is escaped with (issue 36)."""
+    out = finishes(
+        """
+        from activities.evidence import body, header_url
+        for hostile in ("[" * 200_000, "[a](" * 100_000, "[a](b" * 100_000 + ")", "[](" + "(" * 200_000,
+                        "[a]((" * 100_000, "\\\\" * 200_000 + "[a]:", "[a] " * 100_000):
+            print(len(body(hostile)) >= len(hostile.strip()))
+        print(len(header_url("http://x/" + "(" * 200_000)))
+        """
+    )
+    assert out.splitlines() == ["True"] * 7 + ["600009"]

@@ -323,6 +323,27 @@ async def test_a_stream_cut_off_midway_is_retried(temporal_client, task_queue, w
     assert len(attempts_of_first(llm, "reporter")) == 2
 
 
+def oversized_event() -> Response:
+    """An event stream whose first line never ends: 8 MB, twice the bound on one event."""
+    body = (b"data: " + b"x" * 65_536 if n == 0 else b"x" * 65_536 for n in range(128))
+    return Response(200, body, {"Content-Type": "text/event-stream"})
+
+
+async def test_36_an_event_too_large_fails_the_call_and_is_tried_three_times_in_all(
+    temporal_client, task_queue, worker, llm, script
+):
+    """A server that sends an event over the bound is read no further (an
+    unterminated line once grew a worker by 839 MB in 10 s); it may send one
+    again, so the call is tried three times, not twelve, then the reporter
+    has failed and the report is the findings (the fallback report)."""
+    llm.raw_next("reporter", *(oversized_event() for _ in range(3)))
+    result = await run(temporal_client, task_queue)
+    assert result.status == "completed"
+    assert len(attempts_of_first(llm, "reporter")) == 3
+    why = "an event of the answer is larger than 4,000,000 bytes: not read further (after 3 attempts)"
+    assert why in result.final_report and "Partial report" in result.final_report
+
+
 async def test_a_server_that_cannot_stream_tool_calls_gets_them_as_text(
     temporal_client, task_queue, worker, llm, script
 ):

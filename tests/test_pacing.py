@@ -28,6 +28,7 @@ from workflows.models import Usage
 from workflows.rate_limits import (
     LONGEST_BACKOFF,
     LONGEST_WAIT,
+    PATIENT,
     RATE_LIMITED,
     asked_seconds,
     model_queue,
@@ -96,6 +97,8 @@ async def test_an_account_without_quota_fails_at_once():
         ({"retry-after-ms": "nan", "retry-after": "4"}, 4.0),
         ({"retry-after-ms": "1e300"}, 60.0),  # capped
         ({"retry-after-ms": "-5"}, 0.0),
+        ({"retry-after": "-5"}, 0.0),  # "now": the workflow backs off all the same (wait_seconds)
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),
         ({"retry-after": "soon"}, None),
         ({}, None),
     ],
@@ -156,17 +159,32 @@ def test_a_rate_limit_is_the_workflows_to_wait_not_the_activitys_to_retry():
 
 
 def test_wait_seconds_honours_retry_after_with_jitter():
-    assert wait_seconds(4.0, 0, 0.0) == 4.0
-    assert wait_seconds(4.0, 0, 0.999) == pytest.approx(4.0 + 2.0 * 0.999)
-    assert 0 <= wait_seconds(0.0, 3, 0.5) <= 0.25  # "now": at most a quarter second of jitter
-    assert wait_seconds(10_000.0, 0, 0.0) == LONGEST_WAIT  # a day's Retry-After is waited in turns
+    assert wait_seconds(4.0, 0, 0.0, 0.0) == 4.0
+    assert wait_seconds(4.0, 0, 0.999, 0.0) == pytest.approx(4.0 + 2.0 * 0.999)
+    assert wait_seconds(10_000.0, 0, 0.0, 0.0) == LONGEST_WAIT  # a day's Retry-After is waited in turns
 
 
 def test_wait_seconds_backs_off_when_the_provider_says_nothing():
-    assert [wait_seconds(None, n, 0.0) for n in range(8)] == [1, 2, 4, 8, 16, 32, LONGEST_BACKOFF, LONGEST_BACKOFF]
-    assert wait_seconds(None, 10**6, 0.0) == LONGEST_BACKOFF  # no overflow however long it waited
+    assert [wait_seconds(None, n, 0.0, 0.0) for n in range(8)] == [1, 2, 4, 8, 16, 32, LONGEST_BACKOFF, LONGEST_BACKOFF]
+    assert wait_seconds(None, 10**6, 0.0, 0.0) == LONGEST_BACKOFF  # no overflow however long it waited
     for draw in (-1.0, 0.3, 2.0):  # any draw stays within the jitter's bounds
-        assert 1.0 <= wait_seconds(None, 0, draw) <= 1.5
+        assert 1.0 <= wait_seconds(None, 0, draw, 0.0) <= 1.5
+
+
+@pytest.mark.parametrize("asked", [0.0, 0.2, 1.0, None])
+def test_a_call_told_to_come_back_now_backs_off_all_the_same(asked):
+    """Issue 36: ``Retry-After: 0`` (a negative value, a date past) made a
+    loop of a call a second. Each wait of one call is at least 1 s doubled,
+    to a minute, and ten minutes once the call has waited half an hour."""
+    assert [wait_seconds(asked, n, 0.0, n * 60.0) for n in range(8)] == [1, 2, 4, 8, 16, 32, 60, 60]
+    assert wait_seconds(asked, 40, 0.0, PATIENT) == LONGEST_WAIT
+    assert wait_seconds(90.0, 3, 0.0, 100.0) == 90.0  # a longer ask is honoured
+
+
+def test_calls_recorded_before_the_backoff_wait_as_they_did():
+    assert 0 <= wait_seconds(0.0, 3, 0.5, None) <= 0.25  # "now": at most a quarter second of jitter
+    assert wait_seconds(4.0, 5, 0.0, None) == 4.0
+    assert [wait_seconds(None, n, 0.0, None) for n in range(7)] == [1, 2, 4, 8, 16, 32, LONGEST_BACKOFF]
 
 
 # --- the worker's pacer ----------------------------------------------------------------

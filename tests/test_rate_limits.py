@@ -21,16 +21,20 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 
 from client.runs import start_research
 from infra.connection import Connection
 from testkit.account_limit import AccountLimit
 from testkit.crash import CrashRun, repeated_calls, unattributed_calls
-from testkit.runs import start
+from testkit.llm_server import Reply
+from testkit.runs import keep_history, polled, start
 from testkit.worker_process import WorkerProcess
 from workflows.models import ResearchInput, ResearchResult, RunStatus
+from workflows.rate_limits import model_queue
 
 QUESTION = "Tell me about Lantern Rock"
 CLI = Path(sys.executable).parent / "deepresearch"
@@ -105,6 +109,52 @@ async def test_20_runs_at_5_requests_a_second_see_few_rate_limits(
     assert sum(r.usage.rate_limited for r in results) == limited
 
 
+async def test_the_pace_one_fleet_learnt_is_kept_for_the_next_runs_and_workers(
+    temporal_client, task_queue, research_worker, llm, script
+):
+    """Issue 36: nothing configured (no DEEPRESEARCH_MODEL_RPS). A first fleet
+    of runs started at once on a 2-requests-a-second account learns the pace
+    from its 429s, and the Temporal server keeps it as the model queue's rate
+    limit (activities/learnt_pace.py); a second fleet, on a new worker, keeps
+    to it from its first call: at most one 429 per four served requests
+    (without the learnt pace: about one per served request)."""
+    short_runs(script)
+    llm.account = AccountLimit(rate=2.0)
+
+    async def fleet() -> list[ResearchResult]:
+        handles = await asyncio.gather(*(start(temporal_client, task_queue, QUESTION, **SHORT) for _ in range(12)))
+        return await finish(list(handles), 180)
+
+    async with research_worker():
+        assert [r.status for r in await fleet()] == ["completed"] * 12
+    first_served, first_limited = counts(llm)
+    learnt = await _model_queue_limit(temporal_client, task_queue)
+    print(f"first fleet: {first_served} served, {first_limited} refused; learnt {learnt}")
+    assert first_limited > 0, "the provider never refused a request: the test proved nothing"
+    assert learnt is not None and 0 < learnt < 2 * 2.0, learnt  # about the account's rate (probing: a little above)
+    async with research_worker():  # a new worker, new runs
+        results = await fleet()
+    served, limited = (now - before for now, before in zip(counts(llm), (first_served, first_limited), strict=True))
+    print(f"next fleet: {served} served, {limited} refused")
+    assert [r.status for r in results] == ["completed"] * 12
+    assert served == 12 * CALLS_PER_SHORT_RUN
+    assert limited * 4 <= served, f"{limited} 429s for {served} served requests"
+
+
+async def _model_queue_limit(client: Client, task_queue: str) -> float | None:
+    """The model queue's rate limit set through Temporal's API, if any."""
+    described = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace,
+            task_queue=TaskQueue(name=model_queue(task_queue)),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+            report_config=True,
+        )
+    )
+    limit = described.config.queue_rate_limit
+    return limit.rate_limit.requests_per_second if limit.HasField("rate_limit") else None
+
+
 async def test_a_waiting_run_says_so_in_its_status(temporal_client, task_queue, worker, worker_env, llm, script):
     """While a model call waits on the provider's limit, the status query and
     `deepresearch status` say since when."""
@@ -124,6 +174,52 @@ async def test_a_waiting_run_says_so_in_its_status(temporal_client, task_queue, 
     assert "waiting on the model provider's rate limit since " in out.decode()
     assert "1 wait on the provider's rate limit" in out.decode()
     await handle.terminate()
+
+
+async def cli(env: dict[str, str], *args: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        str(CLI), *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
+
+
+async def test_a_second_cancel_ends_a_run_whose_every_model_call_is_refused(
+    temporal_client, task_queue, worker, worker_env, llm, script
+):
+    """Issue 36: the provider refuses every request. `cancel` moves the run
+    to its partial report, whose model call waits on the same limit (within
+    the cancel's grace: workflows/cancelling.py); `cancel` again ends it at
+    once, its findings and sources the report."""
+    llm.handler = lambda request: Reply(status=429, headers={"Retry-After": "2"}, content="slow down")
+    handle = await start(temporal_client, task_queue, QUESTION)
+    status = lambda: handle.query("status", result_type=RunStatus)  # noqa: E731
+    assert (await polled(status, lambda s: s.rate_limited_since is not None, 60)).rate_limited_since
+    assert "cancel requested for" in await cli(worker_env, "cancel", handle.id)
+    waiting = await polled(
+        status, lambda s: bool(s.phase == "reporting" and s.rate_limited_since and llm.calls("reporter")), 60
+    )
+    assert waiting.phase == "reporting" and llm.calls("reporter"), "the partial report never asked the model"
+    assert waiting.rate_limited_since, "the partial report is not waiting on the provider's limit"
+    assert "cancelled again" in await cli(worker_env, "cancel", handle.id)
+    async with asyncio.timeout(90):
+        result = await handle.result()
+    assert result.status == "cancelled"
+    # Ended by the second cancel, not by the grace's end (2 minutes after the first).
+    assert "the run was cancelled again while its partial report was being written" in result.final_report
+    assert (await status()).phase == "cancelled"
+    assert "already ended (cancelled)" in (await _cli_fails(worker_env, "cancel", handle.id))
+    await keep_history(handle, "cancelled_again")  # waits that back off, a report cut short
+
+
+async def _cli_fails(env: dict[str, str], *args: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        str(CLI), *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode != 0
+    return err.decode()
 
 
 async def test_a_wait_the_runs_deadline_cuts_short_fails_it_at_once_saying_why(

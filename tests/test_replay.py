@@ -6,7 +6,8 @@ Re-record (after a deliberate, versioned change) with:
         tests/test_hostile_model.py tests/test_nothing_lost.py tests/test_side_outputs.py \
         tests/test_research_goes_on.py tests/test_schedules.py tests/test_eval_e2e.py tests/test_recheck.py \
         tests/test_evidence.py \
-        tests/test_echoing_model.py tests/test_faults.py tests/test_report_support.py tests/test_evidence_ahead.py
+        tests/test_echoing_model.py tests/test_faults.py tests/test_report_support.py tests/test_steering.py \
+        tests/test_ownership.py tests/test_user_limits.py tests/test_rate_limits.py tests/test_evidence_ahead.py
 (Record only new histories: a history recorded by the old code is what
 proves the new code can still replay it.)
 """
@@ -68,6 +69,12 @@ def test_there_are_histories_to_replay():
             "report_unsupported",  # a report stating what its material does not say, twice: the findings and pages
             "report_traced",  # a strong report's statements traced (stated, derived, absent), shipped as written
             "report_invented_marked",  # half invention twice: kept, its unsupported statements marked
+            "steered_mid_step",  # two steers told a running step, then the steps not started revised (workflows/steering.py)
+            "steered_during_report",  # a steer while the reporter wrote: the report written again with it
+            "steered_page_read",  # a steer with a page: read by the workflow, its passages in the evidence and report
+            "owned_run",  # a run with an owner, shared; its plan accepted by a named user ({"feedback", "by"})
+            "owner_limits_waited",  # a run held back by its owner's concurrent-runs limit, then run
+            "cancelled_again",  # every call refused (waits backing off); cancelled, then again while reporting
             "evidence_beside_first_turn",  # a researcher's first turn beside its step's reading, not after it
             "evidence_asked_again",  # a model that answered before it saw its passages, asked again; the next step read first
             "evidence_gathered_ahead",  # the steps read while the plan waited for review; an edit reread only what it changed

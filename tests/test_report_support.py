@@ -9,6 +9,7 @@ from __future__ import annotations
 from testkit.llm_server import last_user
 from testkit.research_script import FACT
 from testkit.runs import keep_history, start
+from workflows.models import RunStatus
 
 QUESTION = "How many ships did the Lantern Rock lighthouse keeper log in 1911?"
 INVENTED = """# Lantern Rock
@@ -112,6 +113,10 @@ async def test_a_strong_models_report_with_derived_figures_and_footnotes_ships_a
     assert support["That"].support == "derived" and "4,417 / 365" in support["That"].arithmetic
     assert support["The"].support == "absent"
     assert "## How the statements are supported" in result.final_report
+    # and each research step's findings, against what the step read
+    status = await handle.query("status", result_type=RunStatus)
+    research = [step for step in status.steps if step.step_type == "research"]
+    assert research and all(step.statements and step.statements.stated >= 1 for step in research)
 
 
 PARTLY = """# Lantern Rock in 1911

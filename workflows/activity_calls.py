@@ -48,12 +48,12 @@ MODEL_CALL = dict(
         non_retryable_error_types=["ModelAuthError", "ModelRequestError"],
     ),
 )
-# A model call that times out, loops, or is refused as too long though it fits
-# the window is tried at most this often: the model
+# A model call that times out, loops, is refused as too long though it fits
+# the window, or answers with an event too large to read, is tried at most this often: the model
 # activity gives up then (activities/llm.py); the retry policy's attempts are
 # for a provider that is down or busy. The retry line names this bound for them.
 BOUNDED_MODEL_ATTEMPTS = 3
-BOUNDED_MODEL_ERRORS = ("ModelTimeout", "ModelRepetition", "ModelWindowMismatch")
+BOUNDED_MODEL_ERRORS = ("ModelTimeout", "ModelRepetition", "ModelWindowMismatch", "ModelAnswerTooLarge")
 TOOL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=20), maximum_attempts=3
 )

@@ -10,7 +10,7 @@ content only.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -65,6 +65,8 @@ async def run_agent(
     evidence: str | None = None,
     evidence_tokens: int | None = None,
     later: Later | None = None,
+    guidance: Callable[[int, str], Awaitable[tuple[list[Message], int]]] | None = None,
+    told: int = 0,
 ) -> Finished | AgentCheckpoint:
     """A ReAct loop: the model calls tools (``names``) until it answers without
     one, or until ``max_turns`` model calls, after which it must answer
@@ -75,11 +77,11 @@ async def run_agent(
 
     Returns the findings, or a checkpoint when the server suggests
     continue-as-new between two turns (the next run resumes from it). Once
-    the token budget is spent no new turn starts: the agent answers from what
-    it has."""
+    the token budget is spent no new turn starts. ``guidance``: the notes the
+    user sent since the agent was ``told`` (workflows/steering.py), for its next message."""
     first = Message(role="user", content=task, blob=evidence, budget=evidence_tokens if evidence else None)
-    checkpoint = resume or AgentCheckpoint(messages=[first])
-    history, messages = checkpoint.history, list(checkpoint.messages)
+    checkpoint = resume or AgentCheckpoint(messages=[first], steers_seen=told)
+    history, messages, told = checkpoint.history, list(checkpoint.messages), checkpoint.steers_seen
     cells = Cells(list(checkpoint.cells), list(checkpoint.cell_refs))
     mcp = await calls.mcp_tools(role)  # MCP tool schemas, listed once per run
     allowed = names + [t["function"]["name"] for t in mcp]
@@ -102,12 +104,15 @@ async def run_agent(
                 paused = True
                 messages += await later.due() if later else []
                 return AgentCheckpoint(
-                    history=history, messages=messages, turns=turn, cells=cells.code, cell_refs=cells.refs
+                    history=history, messages=messages, turns=turn, steers_seen=told, **cells.saved()
                 )
             if out_of_budget():
                 if turn == 0:
                     return Finished("(not researched: the run's token budget was spent before this step began)")
                 break  # answer from what was gathered
+            if guidance:  # between two turns: notes the user sent since
+                added, told = await guidance(told, f"{where or role}, turn {turn + 1}")
+                messages = messages + added
             request = turn_request(history, messages)
             reply = await calls.chat(request, where)
             history = reply.history
@@ -183,6 +188,10 @@ class Cells:
 
     def any(self) -> bool:
         return bool(self.code or self.refs)
+
+    def saved(self) -> dict[str, list[str]]:
+        """For a paused agent's checkpoint."""
+        return {"cells": self.code, "cell_refs": self.refs}
 
 
 @dataclass(frozen=True)

@@ -23,16 +23,18 @@ from temporalio import workflow
 from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
-from workflows import continuation, coordinator, evidence, investigation, planner, recheck, reporter
+from workflows import continuation, coordinator, investigation, planner, recheck, reporter
 from workflows.activity_calls import ActivityCalls, failure_reason
 from workflows.box import Box
+from workflows.cancelling import CancelGrace
 from workflows.failures import PARTIAL_REPORT, blob_missing
+from workflows.owner_limits import OwnerLimits
 from workflows.research_team import ResearchTeam, batches
 from workflows.review import PlanReview, Review, parse_review
+from workflows.steering import Steering
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.clean import clean_text
-    from workflows.fallback_report import fallback_report
     from workflows.languages import guess_locale
     from workflows.models import (
         PHASE_ATTRIBUTE,
@@ -46,11 +48,12 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
         ResearchResult,
         RunOutcome,
         RunStatus,
-        StepStatus,
         input_problem,
     )
+    from workflows.ownership import closing_note, details, shares
     from workflows.prior import merge_sources
-    from workflows.state import RunState
+    from workflows.state import RunState, state_problem
+    from workflows.steer_models import SteerReply
 
 
 @workflow.defn(name="DeepResearch")
@@ -79,8 +82,11 @@ class DeepResearch:
             evidence_tokens=r.evidence_tokens,
         )
         self.box = Box(r, self.state, calls, self.variables, self.emit)
-        self.team = ResearchTeam(self.box)
+        self.steering = Steering(self.box, lambda: self.phase, lambda: bool(self.team.running))  # notes in flight
+        self.team = ResearchTeam(self.box, self.steering)
         self.plan_review = PlanReview()
+        self.limits = OwnerLimits(r, self.state, self.emit)  # the owner's per-user limits
+        self.grace = CancelGrace()  # a cancelled run's time to write its report
         self.phase: Phase = "coordinating"
         self.question: str | None = None  # clarification question awaiting an answer
         self.answer: str | None = None
@@ -108,6 +114,7 @@ class DeepResearch:
             # Cancelled (`deepresearch cancel`): report what was found so far.
             self.emit("notice", "the run was cancelled: writing a report from what was found so far")
             self.set_phase("reporting")
+            self.grace.begin(self.box.calls.waits)
             try:
                 report = await self.report(partial="the run was cancelled")
             except (ActivityError, ApplicationError) as failed:
@@ -142,6 +149,7 @@ class DeepResearch:
     async def research(self) -> ResearchResult:
         r, s, box = self.request, self.state, self.box
         if not self.continued:
+            await self.limits.before_start()
             # 0. Keeping a topic current: the earlier run first; its own question
             #    needs no coordinator again (workflows/recheck.py).
             rechecking = recheck.wanted(r) and workflow.patched(recheck.PATCH)
@@ -183,6 +191,7 @@ class DeepResearch:
             if workflow.info().is_continue_as_new_suggested():
                 await self.continue_as_new()
             self.set_phase("planning")
+            await self.steering.into_plan()
             planned = await planner.next_plan(box)
             plan, s.fallback_plan = planned.plan, False
             if plan is None:
@@ -202,6 +211,8 @@ class DeepResearch:
                 plan, s.fallback_plan = planner.research_anyway(plan, r.question, s.locale)
                 self.emit("notice", planner.NOTHING_READ_NOTE)
             self.set_plan(plan, list(planned.steps_cut))
+            if self.steering.plan_again():  # a steer came while it was written
+                continue
             if plan.has_enough_context:
                 break
             review = await self.review()
@@ -218,31 +229,24 @@ class DeepResearch:
 
         # 6. Reporter.
         self.set_phase("reporting")
-        partial = f"the token budget of {r.token_budget:,} tokens was reached" if s.budget_exhausted else ""
-        return self.finish("completed", await self.report(partial))
+        return self.finish("completed", await self.report(box.budget_reason()))
 
     async def report(self, partial: str = "") -> str:
+        """The report, following the steers the run took (``workflows/steering.py``)."""
+        return await self.steering.report(lambda: self.write_report(partial))
+
+    async def write_report(self, partial: str = "") -> str:
         """The reporter's report. A reporter that fails once the research is
         done (its call failed after all retries, it replied nothing, or it
         repeated its instructions twice) does not fail the run: the findings
         and sources are the report (``workflows/fallback_report.py``), which
         says so at its top, and the run carries a warning."""
         try:
-            return await reporter.write_report(self.box, partial)
+            return await self.grace.bounded(reporter.write_report(self.box, partial))
         except (ActivityError, ApplicationError) as err:
             if is_cancelled_exception(err) or blob_missing(err) or not workflow.patched("fallback-report"):
                 raise
-            why = failure_reason(err)
-            s = self.state
-            self.box.warn(
-                f"the reporter failed ({why}): the report is the research steps' findings and the run's sources, "
-                "not a report written by the model"
-            )
-            findings = [(step.title, step.execution_res) for step in s.finished() if step.execution_res]
-            # What the pages say, beside what a weak researcher made of it (recorded runs: the findings only).
-            passages = await evidence.passages_text(self.box) if workflow.patched("fallback-with-passages") else ""
-            text = fallback_report(s.topic, findings, list(s.sources.values()), why, partial, s.background, passages)
-            return reporter.verify_citations(text, list(s.sources.values()))
+            return await reporter.findings_report(self.box, failure_reason(err), partial)
 
     async def build_on_earlier(self, rechecking: bool) -> ResearchResult | None:
         """Steps 1b and 1c: the earlier run (loaded already when re-checking)
@@ -292,19 +296,26 @@ class DeepResearch:
         if review is None and r.on_review_timeout == "accept":
             return Review(accepted=True)
         if review is not None:
-            self.emit("review_received", "plan accepted" if review.accepted else "plan edit requested")
+            self.state.plan_accepted_by = review.by if review.accepted else self.state.plan_accepted_by
+            self.emit("review_received", review.said())
         return review
 
     async def research_team(self, plan: Plan) -> None:
         self.set_phase("researching")
-        todo = batches(plan, self.request.parallel_research)
-        for n, batch in enumerate(todo):
+        todo, n = batches(plan, self.request.parallel_research), 0
+        while True:
+            if await self.steering.revise_steps(plan):  # between steps: a steer revised the steps not started
+                todo, n = batches(plan, self.request.parallel_research), 0
+            if n >= len(todo):
+                break
+            await self.limits.refresh()  # the owner's daily budget, before each batch
             if self.box.out_of_budget():
                 break
+            batch, n = todo[n], n + 1
             if not await self.team.run_batch(plan, batch):
                 await self.continue_as_new(mid_plan=True)  # steps paused mid-way: go on in a new run
             # A long plan does not wait for its end to keep history bounded.
-            if n + 1 < len(todo) and workflow.info().is_continue_as_new_suggested():
+            if n < len(todo) and workflow.info().is_continue_as_new_suggested():
                 if workflow.patched("continue-between-steps"):
                     await self.continue_as_new(mid_plan=True)
 
@@ -320,6 +331,7 @@ class DeepResearch:
 
     def finish(self, status: RunOutcome, text: str) -> ResearchResult:
         self.outcome = status
+        self.steering.ended(status)
         # A cancelled run's phase (and search attribute) says so; histories
         # recorded before said "completed".
         cancelled = status == "cancelled" and workflow.patched("cancelled-phase")
@@ -330,7 +342,7 @@ class DeepResearch:
             status=status,
             question=self.request.question,
             locale=s.locale,
-            final_report=text,
+            final_report=text + closing_note(s.plan_accepted_by, [st.by for st in s.steers if st.by]),
             plan=s.plan,
             plan_iterations=s.plan_iterations,
             observations=s.observations,
@@ -343,7 +355,9 @@ class DeepResearch:
             reporter_input=s.reporter_input,
             statements=s.statements,
             sources=len(s.sources),
+            steers=self.steering.views(),
             **recheck.kept(s),
+            **shares(self.request, self.state),
         )
 
     def variables(self, **extra: object) -> dict:
@@ -351,7 +365,9 @@ class DeepResearch:
 
     def set_phase(self, phase: Phase) -> None:
         self.phase = phase
-        workflow.set_current_details(f"Phase: {phase}")
+        workflow.set_current_details(
+            details(phase, self.request.owner, self.state.plan_accepted_by) + self.steering.details()
+        )
         if self.has_attributes:
             workflow.upsert_search_attributes([PHASE_ATTRIBUTE.value_set(self.phase_shown(phase))])
         self.emit("phase", phase)
@@ -386,21 +402,13 @@ class DeepResearch:
     @workflow.query(name="status")
     def status(self) -> RunStatus:
         plan = self.state.plan
-        steps = [
-            StepStatus(
-                title=s.title,
-                step_type=s.step_type,
-                status="done" if s.execution_res is not None else "running" if i in self.team.running else "pending",
-            )
-            for i, s in enumerate(plan.steps if plan else [])
-        ]
         return RunStatus(
             phase=self.phase,
             question=self.request.question,
             title=plan.title if plan else None,
             plan=plan,
             plan_iterations=self.state.plan_iterations,
-            steps=steps,
+            steps=self.team.statuses(plan),
             pending_question=self.question,
             review_pending=self.plan_review.pending,
             plan_version=self.state.plan_version,
@@ -414,6 +422,9 @@ class DeepResearch:
             warnings=list(self.state.warnings),
             sources=len(self.state.sources),
             rate_limited_since=self.box.calls.waits.since(),
+            steers=self.steering.views(),
+            owner_wait=self.limits.waiting,
+            **shares(self.request, self.state),
         )
 
     @workflow.signal(name="review")
@@ -425,15 +436,15 @@ class DeepResearch:
         except ApplicationError as err:
             workflow.logger.warning("review signal ignored: %s", err.message)
             return
-        self.plan_review.feedback = clean_text(feedback)
+        self.plan_review.take(feedback)
 
     @workflow.update(name="submit_review")
     def submit_review(self, feedback: Any, plan_version: Any = None) -> str:
-        self.plan_review.feedback = clean_text(feedback)
-        return "plan accepted" if parse_review(self.plan_review.feedback).accepted else "plan edit requested"
+        return "plan accepted" if parse_review(self.plan_review.take(feedback)).accepted else "plan edit requested"
 
     @submit_review.validator
     def submit_review_validator(self, feedback: Any, plan_version: Any = None) -> None:
+        feedback, plan_version = self.plan_review.unpack(feedback, plan_version)  # a string, or {"feedback", "by"}
         if not isinstance(feedback, str):
             raise ApplicationError("review feedback must be a string starting with [ACCEPTED] or [EDIT_PLAN]")
         if isinstance(plan_version, int) and plan_version > self.state.plan_version:
@@ -445,6 +456,20 @@ class DeepResearch:
                 f"the plan waiting now is version {self.state.plan_version}): look at it again"
             )
         self.plan_review.check(clean_text(feedback), self.phase)
+
+    @workflow.update(name="steer")
+    def steer(self, raw: Any) -> SteerReply:
+        """A note for the run, applied at its next safe point (workflows/steering.py)."""
+        return self.steering.take(raw)
+
+    @steer.validator
+    def steer_validator(self, raw: Any) -> None:
+        self.steering.check(raw)
+
+    @workflow.signal(name="steer")
+    def steer_signal(self, raw: Any) -> None:
+        """The same for clients that only signal; an invalid steer is logged and ignored."""
+        self.steering.signal(raw)
 
     @workflow.signal(name="clarify")
     def clarify_signal(self, answer: Any) -> None:
@@ -466,14 +491,3 @@ class DeepResearch:
             raise ApplicationError(f"no clarification question is pending (phase: {self.phase})")
         if not isinstance(answer, str) or not clean_text(answer).strip():
             raise ApplicationError("the answer is empty")
-
-
-def state_problem(carried: Any) -> str | None:
-    """None if ``carried`` is a continued run's state (or absent), else one line."""
-    if carried is None:
-        return None
-    try:
-        RunState.model_validate(carried)
-    except ValueError as err:  # pydantic's ValidationError is a ValueError
-        return f"the second workflow argument is not a continued run's state ({str(err).splitlines()[0]})"
-    return None

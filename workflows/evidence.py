@@ -94,8 +94,9 @@ def focus(topic: str, step: Step) -> str:
     return f"{step.title}\n{step.description}\n{topic}"
 
 
-async def gather(box: Box, step: Step, where: str) -> Gathered:
-    """Steps 1-3: search, read the best results side by side, rank."""
+async def gather(box: Box, step: Step, where: str, given: list[EvidencePage] = ()) -> Gathered:
+    """Steps 1-3: search, read the best results side by side, rank; with the
+    pages the user gave while the run ran (``given``, workflows/steering.py)."""
     r, calls = box.request, box.calls
     gathered = Gathered(queries=step_queries(box.state.topic, step))
     label = f"{where} · evidence"
@@ -113,6 +114,7 @@ async def gather(box: Box, step: Step, where: str) -> Gathered:
         gathered.pages += await _read(box, todo, label)
         if len(gathered.pages) >= r.evidence_pages or not todo:
             break
+    gathered.pages += [p for p in given if all(p.url != q.url for q in gathered.pages)]
     if gathered.pages or gathered.local:
         request = GatherRequest(
             focus=focus(box.state.topic, step),

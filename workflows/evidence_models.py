@@ -7,6 +7,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from workflows.models import Citation, Model
+from workflows.support_models import SupportCounts
 
 
 class EvidencePage(Model):
@@ -66,6 +67,8 @@ class Support(Model):
     read: int = 0  # pages (and local results) the step had text of
     searched: bool = False  # a search of the step's found something
     passages: int = 0
+    # how the findings' statements are supported by what the step read (activities/support.py)
+    statements: SupportCounts | None = None
 
 
 class StepEvidence(Model):
@@ -74,6 +77,7 @@ class StepEvidence(Model):
     title: str
     support: str | None = None  # blob of its supporting passages
     read: int = 0
+    statements: SupportCounts | None = None  # how its findings' statements are supported
 
 
 class EvidenceJoin(Model):

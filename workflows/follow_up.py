@@ -39,7 +39,16 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
         ThreadStatus,
         ThreadTurn,
     )
-    from workflows.models import PHASE_ATTRIBUTE, Message, ModelReply, ModelRequest, ResearchInput, ResearchResult
+    from workflows.models import (
+        OWNER_ATTRIBUTE,
+        PHASE_ATTRIBUTE,
+        SHARED_ATTRIBUTE,
+        Message,
+        ModelReply,
+        ModelRequest,
+        ResearchInput,
+        ResearchResult,
+    )
     from workflows.prior import MAX_PRIOR_FINDINGS, merge_sources
 
 NEEDS_RESEARCH = "[NEEDS_RESEARCH]"
@@ -57,6 +66,17 @@ def without_marker(answer: str) -> str:
     head = answer[:300]
     at = head.lower().find(NEEDS_RESEARCH.lower())
     return (answer[:at] + answer[at + len(NEEDS_RESEARCH) :]).strip() if at >= 0 else answer.strip()
+
+
+def owner_pairs(given: FollowUpInput) -> list[SearchAttributePair]:
+    """The thread's owner and sharing as its research runs' search attributes
+    (none for a thread without an owner, or a server without them)."""
+    if not (given.owner and given.owner_attributes):
+        return []
+    pairs: list[SearchAttributePair] = [SearchAttributePair(OWNER_ATTRIBUTE, given.owner)]
+    if given.shared_with:
+        pairs.append(SearchAttributePair(SHARED_ATTRIBUTE, list(given.shared_with)))
+    return pairs
 
 
 def thread_request(state: ThreadState, question: str) -> str:
@@ -177,9 +197,10 @@ class FollowUp:
         # The question alone ("who built it?") may not say what it is about: the run's question does.
         about = s.prior.question[:2000] if s.prior else ""
         topic = f"{question}\n\n(A follow-up question on earlier research into: {about})" if about else question
-        request = ResearchInput(question=topic, max_step_num=2, auto_accept_plan=not review)
+        owned = {"owner": self.input.owner, "shared_with": self.input.shared_with} if self.input.owner else {}
+        request = ResearchInput(question=topic, max_step_num=2, auto_accept_plan=not review, **owned)
         attributes = (
-            TypedSearchAttributes([SearchAttributePair(PHASE_ATTRIBUTE, "coordinating")])
+            TypedSearchAttributes([SearchAttributePair(PHASE_ATTRIBUTE, "coordinating"), *owner_pairs(self.input)])
             if self.input.search_attributes
             else None
         )

@@ -17,6 +17,11 @@ class FollowUpInput(Model):
     run_id: str = Field(min_length=1, max_length=1000)
     # the server knows ResearchPhase/ResearchTitle: research runs of the thread show them (`list`, Temporal UI)
     search_attributes: bool = False
+    # The run's owner and sharing: the thread's, and its research runs' (they inherit them);
+    # ``owner_attributes``: the server knows ResearchOwner/ResearchShared.
+    owner: str | None = None
+    shared_with: list[str] = Field(default_factory=list)
+    owner_attributes: bool = False
 
 
 class ThreadTurn(Model):

@@ -138,3 +138,58 @@ def language_name(locale: str) -> str:
     if name:
         return f"{name} ({locale})"
     return f"the language of the locale `{locale}`" if locale.strip() else "the user's language"
+
+
+# What a note asking for a language names it by: its English name and its own.
+_OWN_NAMES = {
+    "zh": ("中文", "汉语", "chinois", "chino", "chinesisch"),
+    "ja": ("日本語",),
+    "ko": ("한국어",),
+    "ru": ("русском", "русский"),
+    "de": ("deutsch",),
+    "fr": ("français", "francais"),
+    "es": ("español", "espanol"),
+    "it": ("italiano",),
+    "pt": ("português", "portugues"),
+    "nl": ("nederlands",),
+}
+_ASKING = ("write", "in ", "language", "translate", "answer", "report", "用", "写", "auf ", "en ", "schreib")
+
+
+REGIONS = {
+    "zh": "zh-CN",
+    "ja": "ja-JP",
+    "ko": "ko-KR",
+    "en": "en-US",
+    "de": "de-DE",
+    "fr": "fr-FR",
+    "es": "es-ES",
+    "it": "it-IT",
+    "pt": "pt-PT",
+    "nl": "nl-NL",
+    "ru": "ru-RU",
+    "ar": "ar-SA",
+    "pl": "pl-PL",
+    "tr": "tr-TR",
+}
+
+
+def locale_for(tag: str) -> str:
+    """A locale for a language subtag: ``zh`` -> ``zh-CN``."""
+    return REGIONS.get(tag, tag)
+
+
+def asked_language(note: str) -> str | None:
+    """The language subtag a user's note asks the report to be written in
+    ("write it in German", "请用中文写"), else None: a language named beside a
+    word of asking. A note that names two is not taken."""
+    low = f" {note.lower()} "
+    if not any(word in low for word in _ASKING):
+        return None
+    named = {
+        tag
+        for tag, name in LANGUAGE_NAMES.items()
+        if f" {name.lower()}" in low and (f"in {name.lower()}" in low or "language" in low or "translat" in low)
+    }
+    named |= {tag for tag, names in _OWN_NAMES.items() if any(n in low for n in names)}
+    return next(iter(named)) if len(named) == 1 else None

@@ -23,6 +23,7 @@ from temporalio.common import SearchAttributeKey
 
 from workflows.model_base import Model, build_schemas  # noqa: F401 (re-exported)
 from workflows.support_models import Statement, SupportCounts
+from workflows.user_names import MAX_SHARES, name_problem, share_problem
 
 StepType = Literal["research", "processing", "analysis"]
 ReportStyle = Literal["academic", "popular_science", "news", "social_media", "strategic_investment"]
@@ -146,6 +147,25 @@ class ResearchInput(Model):
     # Re-read the earlier run's sources and re-run its searches before
     # planning (`--recheck`; a scheduled run always does: workflows/recheck.py).
     recheck: bool = False
+    # Who the run belongs to (a user name), and the users and teams
+    # (``team:NAME``) who may read it (workflows/ownership.py).
+    owner: str | None = None
+    shared_with: list[str] = Field(default_factory=list, max_length=MAX_SHARES)
+
+    @field_validator("owner")
+    @classmethod
+    def _owner_is_a_name(cls, value: str | None) -> str | None:
+        if value is not None and (problem := name_problem(value, "owner")):
+            raise ValueError(problem)
+        return value
+
+    @field_validator("shared_with")
+    @classmethod
+    def _shares_are_names(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            if problem := share_problem(entry):
+                raise ValueError(problem)
+        return list(dict.fromkeys(value))
 
     @field_validator("recheck")
     @classmethod
@@ -265,12 +285,30 @@ class ResearchResult(Model):
     # so an ended run's status read from its result says the same; None in
     # results of older runs.
     sources: int | None = None
+    steers: list[Steer] = Field(default_factory=list)  # notes sent while it ran, and where each applied
+    owner: str | None = None  # who the run belongs to (None: started before runs had owners)
+    shared_with: list[str] = Field(default_factory=list)
+    plan_accepted_by: str | None = None  # who accepted the plan (None: nobody named, or automatically)
+
+
+class Steer(Model):
+    """A note sent to a run while it ran (the ``steer`` update or signal;
+    workflows/steering.py), as ``status`` and the result show it."""
+
+    note: str
+    urls: list[str] = Field(default_factory=list)  # pages the user gave, read by the workflow
+    received_at: str  # ISO 8601, UTC
+    applied_at: str | None = None  # None while it waits for the next safe point
+    applied_where: str | None = None  # the first place it took effect (or why it never did)
+    by: str | None = None  # who sent it (None: a client that named nobody)
 
 
 class StepStatus(Model):
     title: str
     step_type: StepType
     status: Literal["pending", "running", "done"] = "pending"
+    # a finished research step: how its findings' statements are supported by what it read
+    statements: SupportCounts | None = None
 
 
 class RunStatus(Model):
@@ -297,6 +335,12 @@ class RunStatus(Model):
     # Since when (ISO 8601, UTC) a model call has been waiting on the
     # provider's rate limit; None when none waits.
     rate_limited_since: str | None = None
+    steers: list[Steer] = Field(default_factory=list)  # notes sent while it runs: waiting, or where applied
+    owner: str | None = None  # as in ResearchResult
+    shared_with: list[str] = Field(default_factory=list)
+    plan_accepted_by: str | None = None
+    # Why the run has not started yet: its owner's limits (workflows/owner_limits.py).
+    owner_wait: str | None = None
 
 
 class ProgressEvent(Model):
@@ -313,6 +357,8 @@ class ProgressEvent(Model):
         "question",
         "answer_received",
         "notice",
+        "steer_received",  # a note sent while the run runs (workflows/steering.py)
+        "steer_applied",
         "finished",
         "failed",
     ]
@@ -324,6 +370,8 @@ PROGRESS_TOPIC = "progress"
 # Search attributes, so the Temporal UI lists and filters runs by them.
 PHASE_ATTRIBUTE = SearchAttributeKey.for_keyword("ResearchPhase")
 TITLE_ATTRIBUTE = SearchAttributeKey.for_text("ResearchTitle")
+OWNER_ATTRIBUTE = SearchAttributeKey.for_keyword("ResearchOwner")  # who a run belongs to
+SHARED_ATTRIBUTE = SearchAttributeKey.for_keyword_list("ResearchShared")  # who may read it
 
 
 # --- model calls -------------------------------------------------------------

@@ -19,12 +19,22 @@ across the fleet (worker.py), and research steps, searches and crawls never
 queue behind the model limit.
 
 Each wait adds about ten events to the history (the failed attempt, a timer,
-two workflow tasks); a fleet paced below the account's limit sees few.
-Recorded runs replay as they ran: ``PATCH``.
+two workflow tasks); a fleet paced below the account's limit sees few. So the
+waits of one call grow whatever the provider asks (``wait_seconds``): at
+least 1 s doubled per wait, to a minute, and at least ``LONGEST_WAIT`` once
+the call has waited ``PATIENT`` seconds. A provider that answers every call
+``Retry-After: 0`` (or a date in the past) costs a run about 500 events in
+its first hour of waiting and about 50 an hour after, not 11 a second.
+
+A cancelled run's partial report waits only within its grace
+(``ProviderWaits.deadline``, workflows/cancelling.py).
+
+Recorded runs replay as they ran: ``PATCH``, ``BACKOFF_PATCH``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import itertools
 from collections.abc import Callable
@@ -36,11 +46,14 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 PATCH = "wait-on-rate-limits"  # model calls on their own queue, rate limits waited out
+BACKOFF_PATCH = "back-off-every-wait"  # every wait of a call at least the backoff, even "now"
+CANCEL_PATCH = "cancel-ends-in-bounded-time"  # a cancelled run waits no more (workflows/cancelling.py)
 RATE_LIMITED = "ModelRateLimited"  # the activity's error type for a provider's rate limit
 MODEL_QUEUE_SUFFIX = "-model"
 LONGEST_WAIT = 600.0  # seconds in one wait; a longer Retry-After is waited in turns
 FIRST_BACKOFF = 1.0  # seconds, when the provider did not say: doubled per wait of the same call
 LONGEST_BACKOFF = 60.0
+PATIENT = 1800.0  # seconds one call has waited, after which it asks again at most every LONGEST_WAIT
 NOTICE_EVERY = timedelta(minutes=1)
 
 T = TypeVar("T")
@@ -79,13 +92,24 @@ def asked_seconds(err: BaseException) -> tuple[bool, float | None]:
     return True, float(asked)
 
 
-def wait_seconds(asked: float | None, waits: int, draw: float) -> float:
-    """How long a call waits before it asks again: what the provider asked
-    (``Retry-After``), else 1 s doubled per earlier wait of the same call (to
-    60 s); at most ``LONGEST_WAIT``; plus up to half of that (at least a
-    quarter second) at random, ``draw`` in [0, 1), so the runs told the same
-    do not all come back at once."""
-    base = asked if asked is not None else min(FIRST_BACKOFF * 2 ** min(waits, 16), LONGEST_BACKOFF)
+def wait_seconds(asked: float | None, waits: int, draw: float, waited: float | None = None) -> float:
+    """How long a call waits before it asks again, ``waits`` being its
+    earlier waits and ``waited`` the seconds they took: what the provider
+    asked (``Retry-After``) but at least 1 s doubled per earlier wait (to
+    60 s), and at least ``LONGEST_WAIT`` once the call has waited ``PATIENT``
+    seconds; at most ``LONGEST_WAIT``; plus up to half of that at random,
+    ``draw`` in [0, 1), so the runs told the same do not all come back at
+    once. So "now" (``Retry-After: 0``, a date past) is no loop, and one
+    call's waits add a bounded number of events an hour, whatever is asked.
+
+    ``waited`` None is the rule of runs recorded before ``BACKOFF_PATCH``:
+    what was asked, else the backoff; plus at least a quarter second."""
+    backoff = min(FIRST_BACKOFF * 2 ** min(waits, 16), LONGEST_BACKOFF)
+    if waited is None:
+        base = asked if asked is not None else backoff
+    else:
+        floor = LONGEST_WAIT if waited >= PATIENT else backoff
+        base = max(asked or 0.0, floor)
     base = min(max(base, 0.0), LONGEST_WAIT)
     return base + max(base, 0.5) * 0.5 * min(max(draw, 0.0), 1.0)
 
@@ -112,6 +136,9 @@ class ProviderWaits:
     def __init__(self, usage: Callable[[], WaitCounts], notice: Callable[[str], None] = lambda _: None) -> None:
         self.usage = usage
         self.notice = notice
+        # No wait ends after this (a cancelled run's grace, workflows/cancelling.py):
+        # a rate limit then fails the call, as the run's own deadline does.
+        self.deadline: datetime | None = None
         self._waiting: dict[int, datetime] = {}  # call -> since when it waits
         self._calls = itertools.count()
         self._noticed: datetime | None = None
@@ -150,15 +177,27 @@ class ProviderWaits:
                     limited, asked = asked_seconds(err)
                     if not limited:
                         raise
-                    seconds = wait_seconds(asked, waits, workflow.random().random())
-                    deadline = run_deadline()
-                    if deadline is not None and workflow.now() + timedelta(seconds=seconds) >= deadline:
-                        raise  # the run ends before the wait would: say why
-                    self._waiting.setdefault(me, workflow.now())
+                    self._unless_cancelled()
+                    since = self._waiting.setdefault(me, workflow.now())
+                    waited = (workflow.now() - since).total_seconds() if workflow.patched(BACKOFF_PATCH) else None
+                    seconds = wait_seconds(asked, waits, workflow.random().random(), waited)
+                    ends = [d for d in (run_deadline(), self.deadline) if d is not None]
+                    if ends and workflow.now() + timedelta(seconds=seconds) >= min(ends):
+                        raise  # the run ends (or its grace does) before the wait would: say why
                     await self._wait(seconds, str(err.cause))
+                    self._unless_cancelled()
                     waits += 1
         finally:
             self._waiting.pop(me, None)
+
+    def _unless_cancelled(self) -> None:
+        """Raise the run's cancellation when it was cancelled and the call
+        did not hear of it: Temporal's cancel came as the call's 429 (or the
+        wait's timer) arrived, and the SDK kept that outcome instead. The
+        run then writes its partial report, whose own calls wait within the
+        grace (``deadline``). Runs recorded before: ``CANCEL_PATCH``."""
+        if self.deadline is None and workflow.cancellation_reason() is not None and workflow.patched(CANCEL_PATCH):
+            raise asyncio.CancelledError("the run was cancelled")
 
     async def _wait(self, seconds: float, why: str) -> None:
         now = workflow.now()

@@ -20,9 +20,11 @@ from workflows.reply_checks import checked_report, grounded_report, supported_re
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.changes import changes_section, for_reporter, without_changes
+    from workflows.fallback_report import fallback_report
     from workflows.models import Citation, Message, ModelRequest
     from workflows.prior import CHANGES_HEADING, has_changes_section, reporter_context, with_changes
     from workflows.state import RunState
+    from workflows.steer_models import reporter_guidance
 
 # A bare URL ends at a blank, a closing bracket or a quote, typographic and
 # CJK ones too (“…https://a.org/x” or 「…https://a.org/x」 in a quoted
@@ -93,6 +95,22 @@ async def write_report(box: Box, partial: str = "") -> str:
     return report
 
 
+async def findings_report(box: Box, why: str, partial: str) -> str:
+    """The report when the reporter failed (``why``): the research steps'
+    findings, the passages they rest on and the run's sources, saying so
+    (``workflows/fallback_report.py``; no model), with a warning."""
+    s = box.state
+    box.warn(
+        f"the reporter failed ({why}): the report is the research steps' findings and the run's sources, "
+        "not a report written by the model"
+    )
+    findings = [(step.title, step.execution_res) for step in s.finished() if step.execution_res]
+    # What the pages say, beside what a weak researcher made of it (recorded runs: the findings only).
+    passages = await evidence.passages_text(box) if workflow.patched("fallback-with-passages") else ""
+    text = fallback_report(s.topic, findings, list(s.sources.values()), why, partial, s.background, passages)
+    return verify_citations(text, list(s.sources.values()))
+
+
 NO_SOURCE = (
     "this report rests on no source: no search result and no page was read in this run, "
     "so everything in it is the model's own text, not research"
@@ -116,6 +134,8 @@ def _report_request(
             f"# Note\nThe research stopped early ({partial}). Write the report from what was found, "
             "and say at its start that it is partial."
         )
+    if told := [s for s in state.steers if s.reported]:  # notes the user sent while it ran (workflows/steering.py)
+        parts.append(reporter_guidance(told))
     if state.plan:
         parts.append(f"# Plan: {state.plan.title}\n{state.plan.thought}")
     found = "\n\n".join(f"## {title}\n{text}" for title, text in findings)

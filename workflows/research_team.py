@@ -17,10 +17,11 @@ from workflows import evidence
 from workflows.agent import Finished, agent_tools, run_agent
 from workflows.box import Box
 from workflows.evidence_ahead import Ahead, Later
+from workflows.steering import Steering
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
-    from workflows.evidence_models import Gathered, StepEvidence
-    from workflows.models import Plan, Step
+    from workflows.evidence_models import EvidencePage, Gathered, StepEvidence
+    from workflows.models import Plan, Step, StepStatus
     from workflows.state import AgentCheckpoint
 
 AGENT_FOR_STEP = {"research": "researcher", "processing": "coder", "analysis": "analyst"}
@@ -50,8 +51,9 @@ class ResearchTeam:
     """Runs batches of a plan's steps, at most ``max_parallel_steps`` at once,
     and knows which are running (for the status query)."""
 
-    def __init__(self, box: Box) -> None:
+    def __init__(self, box: Box, steering: Steering) -> None:
         self.box = box
+        self.steering = steering  # notes sent while the run runs: in each task and between turns
         self.running: set[int] = set()
         self.limit = asyncio.Semaphore(box.request.max_parallel_steps)
         self.ahead = Ahead()  # evidence gathered while the plan waits for review
@@ -93,9 +95,10 @@ class ResearchTeam:
             gathered = resume.gathered if resume else None
             following, later = None, None
             if reads and resume is None:
-                pending = self.gathering(step, where)
+                given = await self.steering.read_pages() if box.state.steers else []  # pages a steer gave
+                pending = self.gathering(step, where, given)
                 if pending is None or pending.done() or self.gather_first:
-                    gathered = await pending if pending else await evidence.gather(box, step, where)
+                    gathered = await pending if pending else await evidence.gather(box, step, where, given)
                     following = evidence.follow_lead(box, gathered, where)
                 else:  # beside the agent's first turn; its lead once it is gathered
                     later = Later(pending, box.request.evidence_tokens)
@@ -119,12 +122,16 @@ class ResearchTeam:
                 box.emit("step_finished", step.title, index)
             self.running.discard(index)
 
-    def gathering(self, step: Step, where: str) -> asyncio.Task[Gathered] | None:
+    def gathering(self, step: Step, where: str, given: list[EvidencePage]) -> asyncio.Task[Gathered] | None:
         """The step's gathering: started ahead (the plan's review), or now;
-        None on histories recorded before gathering overlapped the first turn."""
+        None on histories recorded before gathering overlapped the first turn.
+        ``given``: pages a steer sent (a gathering started ahead has none of them)."""
         if not workflow.patched("evidence-beside-turn"):
             return None
-        return self.ahead.take(step) or asyncio.create_task(evidence.gather(self.box, step, where))
+        ahead = self.ahead.take(step)
+        if ahead and not given:
+            return ahead
+        return asyncio.create_task(evidence.gather(self.box, step, where, given))
 
     async def lead_after(self, pending: asyncio.Task[Gathered], where: str) -> None:
         following = evidence.follow_lead(self.box, await pending, where)
@@ -143,10 +150,13 @@ class ResearchTeam:
     ) -> Finished | AgentCheckpoint:
         """The step's agent loop, from the evidence it gathered (or from where it paused)."""
         box, role = self.box, AGENT_FOR_STEP[step.step_type]
+        task, told = self.task(step, earlier), 0
+        if resume is None:  # a step starting now: told every steer so far
+            task, told = self.steering.into_task(task, where)
         return await run_agent(
             box.calls,
             role,
-            self.task(step, earlier),
+            task,
             box.variables(has_resources=bool(box.request.resources)),
             box.request.agent_max_turns,
             f"{workflow.info().workflow_id}/{box.state.plan_iterations}/{index}",
@@ -157,7 +167,23 @@ class ResearchTeam:
             evidence=gathered.evidence.blob if gathered and gathered.evidence else None,
             evidence_tokens=box.request.evidence_tokens,
             later=later,
+            guidance=self.steering.for_turn,
+            told=told,
         )
+
+    def statuses(self, plan: Plan | None) -> list[StepStatus]:
+        """Each step of ``plan`` as ``status`` shows it: done, running or
+        pending, and how a finished research step's findings are supported."""
+        traced = {e.title: e.statements for e in reversed(self.box.state.evidence)}  # the latest of a title
+        return [
+            StepStatus(
+                title=s.title,
+                step_type=s.step_type,
+                status="done" if s.execution_res is not None else "running" if i in self.running else "pending",
+                statements=traced.get(s.title),
+            )
+            for i, s in enumerate(plan.steps if plan else [])
+        ]
 
     def task(self, step: Step, earlier: str) -> str:
         """The agent's task: the question, its step and what earlier steps
@@ -176,5 +202,7 @@ class ResearchTeam:
             return outcome.text
         box = self.box
         support = await evidence.support(box, step, outcome.text, outcome.history, gathered, where)
-        box.state.evidence.append(StepEvidence(title=step.title, support=support.blob, read=support.read))
+        box.state.evidence.append(
+            StepEvidence(title=step.title, support=support.blob, read=support.read, statements=support.statements)
+        )
         return support.findings

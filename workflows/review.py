@@ -5,16 +5,22 @@ waiting.
 
 ``parse_review`` is the decision, a pure function of the feedback text.
 ``PlanReview`` is the waiting itself, used by the workflow's review signal,
-update and validator.
+update and validator. A review names who sent it when its payload is the
+object ``{"feedback", "by", "plan_version"}`` (workflows/ownership.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():  # side-effect free
+    from workflows.clean import clean_text
+    from workflows.ownership import by_problem, review_payload
 
 ACCEPT = "[ACCEPTED]"
 EDIT = "[EDIT_PLAN]"
@@ -28,6 +34,12 @@ class InvalidReview(ValueError):
 class Review:
     accepted: bool
     edit: str = ""  # the requested change when not accepted
+    by: str | None = None  # who sent it, when the payload said
+
+    def said(self) -> str:
+        """The progress event's words for it."""
+        said = "plan accepted" if self.accepted else "plan edit requested"
+        return f"{said} by {self.by}" if self.by else said
 
 
 def parse_review(feedback: str) -> Review:
@@ -54,6 +66,22 @@ class PlanReview:
     def __init__(self) -> None:
         self.pending = False
         self.feedback: str | None = None  # set by a review while one is pending
+        self.by: str | None = None  # who sent it
+
+    @staticmethod
+    def unpack(payload: Any, plan_version: Any = None) -> tuple[Any, Any]:
+        """The feedback and plan version of a review's payload (a string or
+        the object form); ApplicationError when its acting user is no name."""
+        if problem := by_problem(payload):
+            raise ApplicationError(problem)
+        feedback, version, _ = review_payload(payload, plan_version)
+        return feedback, version
+
+    def take(self, payload: Any) -> str:
+        """Takes a validated review; returns its feedback."""
+        feedback, _, self.by = review_payload(payload)
+        self.feedback = clean_text(feedback)
+        return self.feedback
 
     def check(self, feedback: str, phase: str) -> None:
         """Raise ApplicationError (the update's rejection) unless ``feedback``
@@ -69,11 +97,12 @@ class PlanReview:
 
     async def wait(self, timeout: timedelta | None) -> Review | None:
         """The review, or None when ``timeout`` passes first."""
-        self.feedback, self.pending = None, True
+        self.feedback, self.by, self.pending = None, None, True
         try:
             await workflow.wait_condition(lambda: self.feedback is not None, timeout=timeout)
         except TimeoutError:
             return None
         finally:
             self.pending = False
-        return parse_review(self.feedback or "")
+        review = parse_review(self.feedback or "")
+        return Review(review.accepted, review.edit, self.by) if self.by else review

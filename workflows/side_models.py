@@ -40,6 +40,8 @@ class SourceReport(Model):
     report: str = Field(min_length=1)
     locale: str = "en-US"
     citations: list[Citation] = Field(default_factory=list)
+    owner: str | None = None  # the run's owner and sharing: the side output inherits them
+    shared_with: list[str] = Field(default_factory=list)
 
 
 class SpeechRequest(Model):

@@ -18,6 +18,7 @@ from workflows.evidence_models import Gathered, StepEvidence
 from workflows.models import Citation, Clarification, Message, Model, Plan, Step, Usage
 from workflows.prior import PriorRun
 from workflows.recheck_models import Recheck
+from workflows.steer_models import SteerRecord
 from workflows.support_models import Statement
 from workflows.tool_models import ToolResult
 
@@ -32,6 +33,7 @@ class AgentCheckpoint(Model):
     cells: list[str] = Field(default_factory=list)  # code the step's sandbox session has run
     cell_refs: list[str] = Field(default_factory=list)  # the same, as blob references (newer runs)
     gathered: Gathered | None = None  # what the step read before its first turn
+    steers_seen: int = 0  # the run's steers this agent has been told (workflows/steering.py)
 
 
 class RunState(Model):
@@ -63,6 +65,12 @@ class RunState(Model):
     reporter_input: str | None = None  # the reporter's request as sent (blob), for the eval
     recheck: Recheck | None = None  # what re-reading the prior run's sources found (workflows/recheck.py)
     statements: list[Statement] = Field(default_factory=list)  # the report's, traced (workflows/statements.py)
+    steers: list[SteerRecord] = Field(default_factory=list)  # notes sent while it ran (workflows/steering.py)
+    plan_accepted_by: str | None = None  # the user who accepted the plan (workflows/ownership.py)
+    # Tokens the run may use under its owner's daily budget (workflows/owner_limits.py),
+    # and why the research stopped early when a budget stopped it.
+    owner_allowance: int | None = None
+    budget_note: str | None = None
 
     @field_validator("sources", mode="before")
     @classmethod
@@ -83,3 +91,14 @@ class RunState(Model):
     def findings(self) -> str:
         """Every finished step's findings, as markdown sections."""
         return "\n\n".join(f"## {s.title}\n{s.execution_res}" for s in self.finished() if s.execution_res)
+
+
+def state_problem(carried: Any) -> str | None:
+    """None if ``carried`` is a continued run's state (or absent), else one line."""
+    if carried is None:
+        return None
+    try:
+        RunState.model_validate(carried)
+    except ValueError as err:  # pydantic's ValidationError is a ValueError
+        return f"the second workflow argument is not a continued run's state ({str(err).splitlines()[0]})"
+    return None

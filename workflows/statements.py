@@ -11,8 +11,8 @@ never a reason. So:
   invented ships as written;
 - one with more is asked for once more, told which statements its material
   does not hold; the better of the two ships, its unsupported statements
-  marked, unless even that one is mostly invention (``MOSTLY_INVENTED``):
-  then the reporter has failed and the run's report is built from the
+  marked, unless more than half of that one's statements are found in no
+  source (``mostly_unsupported``): then the reporter has failed and the run's report is built from the
   findings (``workflows/fallback_report.py``): a weak model's fluent fiction
   never ships as research;
 - a report that uses none of the findings' figures and names is asked for
@@ -35,7 +35,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
     from workflows.support_models import Statement, SupportCounts
 
 PATCH = "trace-statements"  # recorded runs judged reports by the share of statements held (re-ask-unsupported-reports)
-INVENTED_LIMIT = 0.3  # a report with at least this share of its statements invented is asked for again
+INVENTED_LIMIT = 0.25  # a report with at least this share of its statements invented is asked for again
 MIN_INVENTED = 2  # and at least this many
 LISTED = 8  # unsupported statements named in a re-ask or a note
 MARK = " *(not found in the sources)*"
@@ -49,16 +49,22 @@ ASK_AGAIN = (
 
 
 def invented_too_much(counts: SupportCounts | None) -> bool:
-    """Whether a report's invented statements are a real share of it."""
+    """Whether a report's invented statements are a real share of it: at
+    least ``INVENTED_LIMIT`` of them and two, or half of a short one's; or
+    nothing it claims is found in its sources (a report of none of the
+    research, whatever it names)."""
     if counts is None or not counts.judged:
         return False
-    return counts.invented >= MIN_INVENTED and counts.invented / counts.judged >= INVENTED_LIMIT
+    share = counts.invented / counts.judged
+    invented = (counts.invented >= MIN_INVENTED and share >= INVENTED_LIMIT) or (counts.invented and share >= 0.5)
+    return bool(invented) or counts.stated + counts.derived == 0
 
 
-def mostly_invented(counts: SupportCounts | None) -> bool:
-    """Whether more than half of a report's judged statements are invented
-    (or it states nothing to judge): then it is not shipped as research."""
-    return counts is None or counts.invented * 2 > counts.judged
+def mostly_unsupported(counts: SupportCounts | None) -> bool:
+    """Whether more than half of a report's judged statements are found in
+    none of its sources (or it states nothing to judge): a report asked for
+    again that is still so is fiction, not research."""
+    return counts is None or counts.unsupported * 2 > counts.judged
 
 
 def marked(report: str, statements: list[Statement]) -> str:
@@ -107,7 +113,7 @@ async def traced_report(box: Box, request: ModelRequest, reply: ModelReply, find
     """The reporter's reply to ship. Asked for again once, at most: for
     using none of the findings (not an answer that says what they lack), or
     for invention; the better of the two ships (its unsupported statements
-    marked, see ``write_report``) unless it is mostly invention:
+    marked, see ``write_report``) unless most of it is found in no source:
     ``ReporterUngrounded`` / ``ReporterUnsupported`` then (the run reports
     its findings)."""
     first = reply
@@ -128,7 +134,7 @@ async def traced_report(box: Box, request: ModelRequest, reply: ModelReply, find
         second = None if is_echo(again) or not again.content.strip() else again
         # the better of the two; a second that states too little to tell is no better
         reply = first if second is None or _invented(second) > _invented(first) else second
-    if mostly_invented(reply.support):  # asked again (above, or for the findings): still fiction
+    if mostly_unsupported(reply.support):  # asked again (above, or for the findings): still fiction
         raise ReporterUnsupported()
     if invented_too_much(reply.support):
         box.warn("the reporter twice wrote statements its sources do not hold: they are marked in the report")

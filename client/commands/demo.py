@@ -38,6 +38,15 @@ END_NOTE = (
 )
 
 
+def steer_hint(cli: str, run_id: str, pace: float) -> str:
+    """How to steer the demo's run while it researches (from another terminal)."""
+    slower = "" if pace else f" (`{cli} demo --pace 3` gives each research turn 3 s: time to type it)"
+    return (
+        f'Steer it while it researches, from another terminal: `{cli} steer {run_id} "add a step on the 2022 '
+        f'figures"`{slower}; the scripted planner adds the step, and the report opens with the guidance it followed.'
+    )
+
+
 def next_steps(cli: str, run_id: str) -> str:
     """What a keyless user can do next with the demo's run: every command
     named works without a key."""
@@ -67,7 +76,9 @@ async def main(args: argparse.Namespace) -> int:
     console.print(f"question: {args.question}", markup=False)
     if ignored:
         console.print(ignored, markup=False)
-    with demo_backend():
+    pace = getattr(args, "pace", 0.0) or 0.0
+    console.print(steer_hint(cli_name(), args.id, pace), markup=False)
+    with demo_backend(pace=pace):
         code = await run.main(args)
     console.print(END_NOTE.format(cli=cli_name()), style="bold yellow", markup=False)
     console.print(next_steps(cli_name(), args.id), markup=False)

@@ -14,6 +14,7 @@ import uuid
 from client import quick
 from client.errors import CliError
 from client.options import connection, review_feedback
+from client.users import acting
 
 
 async def send_update(args: argparse.Namespace, update: str, *arguments: object) -> int:
@@ -35,10 +36,10 @@ async def send_update(args: argparse.Namespace, update: str, *arguments: object)
 
 
 async def main(args: argparse.Namespace) -> int:
-    feedback = review_feedback(args)
+    review = acting({"feedback": review_feedback(args)})  # names who sent it (DEEPRESEARCH_USER)
     if args.plan_version is None:
-        return await send_update(args, "submit_review", feedback)
-    return await send_update(args, "submit_review", feedback, args.plan_version)
+        return await send_update(args, "submit_review", review)
+    return await send_update(args, "submit_review", review, args.plan_version)
 
 
 async def answer(args: argparse.Namespace) -> int:

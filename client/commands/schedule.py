@@ -103,21 +103,15 @@ async def create(client, conn, args: argparse.Namespace, spec) -> int:
         ScheduleOverlapPolicy,
         SchedulePolicy,
     )
-    from temporalio.common import SearchAttributePair, TypedSearchAttributes
     from temporalio.service import RPCError, RPCStatusCode
 
-    from client.runs import FIRST_PHASE
-    from infra.search_attributes import search_attributes_ready
-    from workflows.models import PHASE_ATTRIBUTE
+    from client.runs import run_attributes
 
     name = args.name
-    # Each run shows its phase and title in `list` and the Temporal UI, as a run `start`ed does.
-    attributes = (
-        TypedSearchAttributes([SearchAttributePair(PHASE_ATTRIBUTE, FIRST_PHASE)])
-        if await search_attributes_ready(client.service_client, conn.namespace)
-        else TypedSearchAttributes.empty
-    )
     request = research_input(args).model_copy(update={"schedule": name, "auto_accept_plan": not args.review})
+    # Each run shows its phase and title in `list` and the Temporal UI, as a run `start`ed does,
+    # and belongs to the schedule's creator (shared as the schedule says).
+    attributes = await run_attributes(client, conn, request)
     memo = run_memo(request) | {"schedule": name}
     action = ScheduleActionStartWorkflow(
         "DeepResearch",
@@ -166,9 +160,12 @@ async def schedule_rows(client) -> list[dict]:
             or "?"
         )
         last = info.recent_actions[-1].action.workflow_id if info.recent_actions else None
+        owner, shared = schedule_owner(described.schedule.action)
         rows.append(
             {
                 "name": listed.id,
+                "owner": owner,  # whose runs it starts (the desk shows a schedule to who may see them)
+                "shared_with": shared,
                 "every": every,
                 "state": "paused" if described.schedule.state.paused else "active",
                 "runs": info.num_actions,
@@ -180,6 +177,16 @@ async def schedule_rows(client) -> list[dict]:
             }
         )
     return rows
+
+
+def schedule_owner(action) -> tuple[str | None, list[str]]:
+    """Whose runs a schedule starts, and who they are shared with (its action's search attributes)."""
+    from workflows.models import OWNER_ATTRIBUTE, SHARED_ATTRIBUTE
+
+    attributes = getattr(action, "typed_search_attributes", None)
+    if attributes is None:
+        return None, []
+    return attributes.get(OWNER_ATTRIBUTE), list(attributes.get(SHARED_ATTRIBUTE) or [])
 
 
 async def last_changes(client, workflow_id: str) -> str:
@@ -203,11 +210,12 @@ async def last_changes(client, workflow_id: str) -> str:
 
 
 async def list_schedules(client) -> int:
-    rows = [tuple(str(v) for v in row.values()) for row in await schedule_rows(client)]
+    keys = ("name", "every", "state", "runs", "last", "changes", "next", "owner")
+    rows = [tuple("-" if row[k] is None else str(row[k]) for k in keys) for row in await schedule_rows(client)]
     if not rows:
         print(f"no schedules (create one with `{cli_name()} schedule create NAME QUESTION --every 1w`)")
         return 0
-    header = ("NAME", "EVERY", "STATE", "RUNS", "LAST RUN", "IT FOUND", "NEXT")
+    header = ("NAME", "EVERY", "STATE", "RUNS", "LAST RUN", "IT FOUND", "NEXT", "OWNER")
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())

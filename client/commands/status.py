@@ -274,6 +274,7 @@ async def ended_status(client, workflow_id: str) -> RunStatus:
         budget_exhausted=result.budget_exhausted,
         warnings=result.warnings,
         sources=sources_of(result),
+        steers=result.steers,
         note=FROM_RESULT,
     )
 

@@ -114,14 +114,15 @@ class Backend:
 
 
 @contextmanager
-def demo_backend(web: bool = True) -> Iterator[Backend]:
+def demo_backend(web: bool = True, pace: float = 0.0) -> Iterator[Backend]:
     """The demo model and (``web``) the corpus web running, and the
     environment pointed at them, until the block ends. Without ``web`` (an
-    `eval --demo` brings its own corpus web) search stays as the caller sets it."""
+    `eval --demo` brings its own corpus web) search stays as the caller sets it.
+    ``pace``: seconds each agent turn of the demo model takes."""
     from client.demo.model import DemoModel
     from client.evaluation.web import CorpusWeb
 
-    with tempfile.TemporaryDirectory(prefix="deepresearch-demo-") as scratch, DemoModel() as model:
+    with tempfile.TemporaryDirectory(prefix="deepresearch-demo-") as scratch, DemoModel(pace=pace) as model:
         mcp_config = Path(scratch) / "mcp.json"
         mcp_config.write_text('{"mcpServers": {}}\n', encoding="utf-8")
         if not web:

@@ -42,8 +42,9 @@ class DemoModel(LoopbackServer):
 
     name = "demo model"
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, pace: float = 0.0) -> None:
         super().__init__(port)
+        self.pace = pace  # seconds each agent turn takes (`demo --pace`: time to steer the run)
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self.calls: dict[str, int] = {}  # role -> number of requests answered
@@ -58,6 +59,8 @@ class DemoModel(LoopbackServer):
     def complete(self, request: dict) -> dict:
         """A ``chat.completion`` answering ``request``."""
         turn = play(request)
+        if self.pace and turn.role in ("researcher", "coder"):
+            time.sleep(self.pace)  # a handler thread of its own: other requests go on
         with self._lock:
             self.calls[turn.role] = self.calls.get(turn.role, 0) + 1
             number = next(self._ids)

@@ -150,9 +150,19 @@ def coordinator(request: dict, role: str) -> Turn:
 def planner(request: dict, role: str) -> Turn:
     """The first plan from the question; a plan the user asked to change
     (the request's last message after an earlier plan) revised by
-    ``revised``, or unchanged with a thought saying it could not be."""
+    ``revised``, or unchanged with a thought saying it could not be. Notes
+    the user sent while the run ran (steers) are edits too: "add a step on
+    …" adds one, to the plan or to the steps not started yet."""
     earlier = [m for m in messages(request) if m.get("role") == "assistant" and content_text(m.get("content"))]
     last = messages(request)[-1] if messages(request) else {}
+    told = content_text(last.get("content"))
+    if "# Steps not started yet" in told:  # revising them from a steer
+        return Turn(role, json.dumps(revised_steps(told, tx.guidance_notes(told)), ensure_ascii=False))
+    since = messages(request)[max((n for n, m in enumerate(messages(request)) if m in earlier), default=-1) + 1 :]
+    replanning = any(content_text(m.get("content")).lstrip().startswith("# Findings") for m in since)
+    steered = [n for text in user_texts(request) for n in tx.guidance_notes(text)]
+    if steered and not earlier:  # the first plan, with the notes sent so far
+        return Turn(role, json.dumps(with_notes(json.loads(first_plan(request, role).content), steered)))
     if earlier and last.get("role") == "user":
         try:
             plan = json.loads(content_text(earlier[-1].get("content")))
@@ -160,9 +170,11 @@ def planner(request: dict, role: str) -> Turn:
             plan = None
         asked = content_text(last.get("content"))
         if isinstance(plan, dict) and isinstance(plan.get("steps"), list):
-            if asked.lstrip().startswith("# Findings"):  # asked to plan again after research (planner.replan)
+            if replanning:  # asked to plan again after research (planner.replan)
                 done = {"has_enough_context": True, "thought": "The scripted planner plans no further steps."}
                 return Turn(role, json.dumps(plan | done, ensure_ascii=False))
+            if tx.GUIDANCE in asked:  # notes sent while the plan was written: plan again with them
+                return Turn(role, json.dumps(with_notes(plan, tx.guidance_notes(asked)), ensure_ascii=False))
             return Turn(role, json.dumps(revised(plan, asked), ensure_ascii=False))  # the user's edit
     return first_plan(request, role)
 
@@ -193,6 +205,25 @@ def first_plan(request: dict, role: str) -> Turn:
     return Turn(role, json.dumps(plan, ensure_ascii=False))
 
 
+def with_notes(plan: dict, notes: list[str]) -> dict:
+    """The plan with each steer's note applied as an edit ("add a step on …")."""
+    for note in notes:
+        plan = revised(plan, f"asks for changes: {note}")
+    return plan
+
+
+def revised_steps(message: str, notes: list[str]) -> dict:
+    """The steps not started yet (the re-planner's request), with the notes
+    applied; unchanged when none is an edit the demo understands."""
+    listed = message.split("# Steps not started yet", 1)[1].split(f"# {tx.GUIDANCE}", 1)[0]
+    try:
+        steps = json.loads(listed)
+    except ValueError:
+        steps = []
+    plan = {"locale": "en-US", "has_enough_context": False, "title": "Steps not started", "steps": steps}
+    return with_notes(plan, notes)
+
+
 _ADD = re.compile(
     r"\badd(?:\s+(?:a|an|one|another))?(?:\s+(?:research\s+)?step)?(?:\s+(?:on|about|for|to|that|covering))?\s+([^\n]{3,300})",
     re.I,
@@ -213,7 +244,7 @@ def revised(plan: dict, message: str) -> dict:
     if added := _ADD.search(_REMOVE.sub("", change)):
         topic = added.group(1).strip().rstrip(".!")
         research = [n for n, step in enumerate(steps) if step.get("step_type") != "processing"]
-        at = research[-1] + 1 if research else len(steps)
+        at = research[-1] + 1 if research else 0  # research before the computations that need it
         steps.insert(at, {"need_search": True, "title": topic[:1].upper() + topic[1:], "description": topic,
                           "step_type": "research"})  # fmt: skip
         done.append(f"added a step on {topic}")

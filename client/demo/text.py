@@ -51,6 +51,15 @@ def sections(text: str) -> dict[str, str]:
     return found
 
 
+GUIDANCE = "The user's guidance, sent during the research"  # workflows/steer_models.py
+
+
+def guidance_notes(text: str) -> list[str]:
+    """The notes a user sent the run while it ran (a steer), as a request holds them."""
+    body = sections(text).get(GUIDANCE, "")
+    return [line[2:].strip() for line in body.splitlines() if line.startswith("- ") and line[2:].strip()]
+
+
 def question_of(users: list[str]) -> str:
     """The research question of a planner, coder or reporter request."""
     for text in users:
@@ -175,7 +184,10 @@ def report(users: list[str]) -> str:
     found = parts.get("Findings", "")
     bullets = list(dict.fromkeys(b for b in map(linked_bullet, found.splitlines()) if b))
     computed = [line.strip() for line in re.findall(r"^(?:Growth|Average|Total)[^\n]{0,300}$", found, re.M)]
-    lines = [f"# {clip(question, 150)}", "", "## Key Points", ""]
+    lines = [f"# {clip(question, 150)}", ""]
+    if notes := guidance_notes(text):  # steered: said where the reader sees it first
+        lines += [f"> Following your guidance: {'; '.join(clip(n, 200) for n in notes)}", ""]
+    lines += ["## Key Points", ""]
     lines += [f"- {point}" for point in computed + key_points(question, bullets)]
     if lines[-1] == "":
         lines.append("- Nothing found answers the question.")

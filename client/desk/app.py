@@ -12,12 +12,16 @@ JSON API (all under ``/api``):
 | POST /runs/{id}/review | ``{"feedback": …, "plan_version": n}`` through the ``submit_review`` update |
 | POST /runs/{id}/answer | ``{"answer": …}`` through ``answer_clarification`` |
 | POST /runs/{id}/cancel | cancel: the run ends with a partial report |
+| POST /runs/{id}/steer | ``{"note": …, "urls": […]}`` through the ``steer`` update (``steer.py``) |
 | GET  /runs/{id}/report.{md,html,json,pdf,docx} | downloads |
 | POST /runs/{id}/{podcast,slides} | make them; GET downloads them when made |
 
-Safe by default: it binds to loopback; on another address it needs
-``DEEPRESEARCH_UI_TOKEN`` and every request must carry it (the page gets a
-cookie from ``/?token=…``). It answers only to its own host names (loopback
+Safe by default: it binds to loopback; on another address it needs to know
+who is asking (client/desk/users.py): a trusted proxy's user header, users'
+own tokens, or the shared ``DEEPRESEARCH_UI_TOKEN`` (an admin's; the page
+gets a cookie from ``/?token=…``). Each user sees their own runs and those
+shared with them, and acts only on their own (client/desk/access.py: 404 for
+a run they may not see, 403 for one they may only read). It answers only to its own host names (loopback
 and ``DEEPRESEARCH_UI_HOSTS``: no DNS rebinding). Changes need a JSON body and
 a same-origin request, so another site cannot drive the desk from a visitor's
 browser. A request sets only the run settings in ``inputs.DESK_FIELDS``, and
@@ -36,7 +40,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -48,28 +51,28 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
-from client.desk.guard import TOKEN_COOKIE, AllowedHosts, Guard
+from client.desk import access, files
+from client.desk.guard import AllowedHosts, Guard
 from client.desk.inputs import InputProblem, run_input
+from client.desk.problem import Problem
+from client.desk.statements import traced
+from client.desk.steer import steer_run
+from client.desk.users import TOKEN_COOKIE, User, Who
 from client.errors import CliError, failure_message, rejection_reason
 from client.export import report_html, sources_html
-from client.export_child import render_document_async
-from client.export_pdf import PdfUnavailable
 from client.follow import progress_events
-from client.ids import attachment, side_id
-from client.report_files import DOCUMENTS, render
 from client.runs import WORKFLOW_TYPE, new_workflow_id, start_research
-from client.side_outputs import RESULT_TYPES, SIDE_TYPES, finished_report, start_once
 from client.talk import QUERY_TIMEOUT
 from client.updates import execute_update
 from client.wording import usage_text
-from infra.blobs import blob_store
 from infra.connection import Connection
 from infra.temporal import connect
 from workflows.changes import split_changes
 from workflows.failures import partial_report
 from workflows.models import (
+    OWNER_ATTRIBUTE,
     PHASE_ATTRIBUTE,
     TITLE_ATTRIBUTE,
     ResearchResult,
@@ -79,37 +82,22 @@ from workflows.models import (
 SIDE = ("podcast", "slides")  # the side outputs the desk makes
 MAX_BODY = 1 << 20  # bytes of a request's JSON body (a question is at most 20,000 characters)
 PHASES = ("coordinating", "clarifying", "investigating", "planning", "awaiting_review", "researching", "reporting")
-MEDIA = {
-    "md": "text/markdown; charset=utf-8",
-    "html": "text/html; charset=utf-8",
-    "json": "application/json",
-    "pdf": "application/pdf",
-    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-}
-
-
-class Problem(Exception):
-    """One clear message for the page, with an HTTP status."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def create_app(
     conn: Connection,
     *,
-    token: str | None = None,
+    who: Who,
     temporal_ui: str | None = None,
     hosts: AllowedHosts | None = None,
     resource_dirs: Sequence[Path] = (),
     demo: str | None = None,
 ) -> Starlette:
-    """``hosts``: the names it answers to (loopback by default);
+    """``who``: who is asking (client/desk/users.py); ``hosts``: the names it answers to (loopback by default);
     ``resource_dirs``: the only folders a run's local documents come from;
     ``demo``: the note the page shows when its runs go to the demo's
     scripted model (`ui --demo`)."""
-    desk = Desk(conn, token, temporal_ui)
+    desk = Desk(conn, temporal_ui)
     desk.resource_dirs = list(resource_dirs)
     desk.demo = demo
     routes = [
@@ -126,20 +114,20 @@ def create_app(
         Route("/api/runs/{run_id:path}/review", desk.review, methods=["POST"]),
         Route("/api/runs/{run_id:path}/answer", desk.answer, methods=["POST"]),
         Route("/api/runs/{run_id:path}/cancel", desk.cancel, methods=["POST"]),
+        Route("/api/runs/{run_id:path}/steer", desk.steer, methods=["POST"]),
         Route("/api/runs/{run_id:path}/report.{fmt}", desk.download),
         Route("/api/runs/{run_id:path}/ask", desk.ask, methods=["POST"]),
         *(Route(f"/api/runs/{{run_id:path}}/{kind}", desk.side_output, methods=["GET", "POST"]) for kind in SIDE),
         Route("/api/runs/{run_id:path}", desk.run),
     ]
     app = Starlette(routes=routes)
-    app.add_middleware(Guard, token=desk.token, hosts=hosts)
+    app.add_middleware(Guard, who=who, hosts=hosts)
     return app
 
 
 class Desk:
-    def __init__(self, conn: Connection, token: str | None, temporal_ui: str | None) -> None:
+    def __init__(self, conn: Connection, temporal_ui: str | None) -> None:
         self.conn = conn
-        self.token = token
         self.temporal_ui = temporal_ui
         self.demo: str | None = None  # `ui --demo`: the page says the model is scripted
         self.resource_dirs: list[Path] = []
@@ -157,8 +145,9 @@ class Desk:
     async def page(self, request: Request) -> Response:
         html = (resources.files("client.desk") / "static" / "index.html").read_text(encoding="utf-8")
         response = HTMLResponse(html, headers=_PAGE_HEADERS)
-        if self.token and request.query_params.get("token"):
-            response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
+        signed_in = _user(request).token
+        if signed_in and request.query_params.get("token") == signed_in:  # the token that let it in
+            response.set_cookie(TOKEN_COOKIE, signed_in, httponly=True, samesite="strict")
         return response
 
     async def static(self, request: Request) -> Response:
@@ -172,25 +161,27 @@ class Desk:
     # --- the API --------------------------------------------------------------------
 
     async def health(self, request: Request) -> Response:
-        return await self._answer(self._health)
+        return await self._answer(lambda: self._health(_user(request)))
 
-    async def _health(self) -> dict:
+    async def _health(self, user: User) -> dict:
         await self.client()
         return {
             "temporal": self.conn.address,
             "namespace": self.conn.namespace,
             "temporal_ui": self.temporal_ui,
             "demo": self.demo,
+            "user": user.name,
+            "role": user.role,
         }
 
     async def list_runs(self, request: Request) -> Response:
         phase = request.query_params.get("phase") or ""
-        return await self._answer(lambda: self._list(phase))
+        return await self._answer(lambda: self._list(phase, _user(request)))
 
-    async def _list(self, phase: str) -> dict:
+    async def _list(self, phase: str, user: User) -> dict:
         if phase and phase not in PHASES:
             raise Problem(f"unknown phase {phase!r}; use one of: {', '.join(PHASES)}")
-        query = f'WorkflowType="{WORKFLOW_TYPE}"'
+        query = f'WorkflowType="{WORKFLOW_TYPE}"' + access.list_filter(user)  # the user's runs and those shared
         if phase:
             query += f' AND ResearchPhase="{phase}" AND ExecutionStatus="Running"'
         client = await self.client()
@@ -202,6 +193,7 @@ class Desk:
                     "status": run.status.name.lower() if run.status else "unknown",
                     "phase": run.typed_search_attributes.get(PHASE_ATTRIBUTE),
                     "title": run.typed_search_attributes.get(TITLE_ATTRIBUTE) or "",
+                    "owner": run.typed_search_attributes.get(OWNER_ATTRIBUTE),
                     "started": run.start_time.isoformat(),
                 }
             )
@@ -209,27 +201,35 @@ class Desk:
         return {"runs": runs}
 
     async def start(self, request: Request) -> Response:
-        return await self._answer(lambda: self._with_body(request, self._start))
+        user = _user(request)
+        if refused := access.start_problem(user):
+            return JSONResponse({"error": str(refused)}, refused.status)
+        return await self._answer(lambda: self._with_body(request, lambda body: self._start(body, user)))
 
-    async def _start(self, body: Any) -> dict:
+    async def _start(self, body: Any, user: User) -> dict:
         try:  # only the allowed fields; local documents only from the resources folders
             research = await asyncio.to_thread(run_input, body, self.resource_dirs)
+            research = research.model_copy(update={"owner": user.name})  # the asker's run
         except InputProblem as problem:
             raise Problem(str(problem)) from None
         handle = await start_research(await self.client(), self.conn, research, new_workflow_id())
         return {"id": handle.id}
 
     async def run(self, request: Request) -> Response:
-        return await self._answer(lambda: self._run(request.path_params["run_id"]))
+        return await self._answer(lambda: self._run(request.path_params["run_id"], _user(request)))
 
-    async def _run(self, run_id: str) -> dict:
+    async def _run(self, run_id: str, user: User) -> dict:
         client = await self.client()
         handle = client.get_workflow_handle(run_id, result_type=ResearchResult)
-        described = await self._describe(run_id)
+        described = await access.check(client, run_id, user)
         if described.workflow_type != WORKFLOW_TYPE:
             raise Problem(f"{run_id} is a {described.workflow_type} workflow, not a research run", 404)
+        owner, shared = access.owner_of(described)
         out: dict[str, Any] = {
             "id": run_id,
+            "owner": owner,
+            "shared_with": shared,
+            "may_act": access.level(user, described) == "act",  # the page offers review, cancel, ask…
             "workflow_status": described.status.name.lower() if described.status else "unknown",
             "temporal_ui": f"{self.temporal_ui}/namespaces/{self.conn.namespace}/workflows/{quote(run_id, safe='')}"
             if self.temporal_ui
@@ -257,8 +257,9 @@ class Desk:
                 "warnings": list(result.warnings),
                 "sources": len(result.citations),
                 "statements": traced(result.statements),  # how each statement is supported, for the page
+                "plan_accepted_by": result.plan_accepted_by,
             }
-            out["files"] = await self._files(run_id)
+            out["files"] = await files.side_files(client, run_id)
         elif described.status and described.status != WorkflowExecutionStatus.RUNNING:
             try:
                 await handle.result()
@@ -270,29 +271,10 @@ class Desk:
                 out["failure"] = str(err).splitlines()[0][:300]
         return out
 
-    async def _describe(self, workflow_id: str):
-        client = await self.client()
-        try:
-            return await client.get_workflow_handle(workflow_id).describe()
-        except RPCError as err:
-            if err.status == RPCStatusCode.NOT_FOUND:
-                raise Problem(f"there is no run with id {workflow_id!r}", 404) from None
-            raise
-
-    async def _files(self, run_id: str) -> dict:
-        files = {"md": True, "html": True, "json": True}
-        for kind in ("podcast", "slides"):
-            try:
-                described = await (await self.client()).get_workflow_handle(side_id(run_id, kind)).describe()
-                files[kind] = described.status.name.lower() if described.status else "unknown"
-            except RPCError:
-                files[kind] = None
-        return files
-
     async def events(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
         try:
-            await self._describe(run_id)
+            await access.check(await self.client(), run_id, _user(request))
         except Problem as problem:
             return JSONResponse({"error": str(problem)}, problem.status)
         start = request.headers.get("last-event-id") or request.query_params.get("from") or "-1"
@@ -317,22 +299,24 @@ class Desk:
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
     async def review(self, request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        return await self._answer(lambda: self._with_body(request, lambda b: self._update(run_id, "submit_review", b)))
+        run_id, user = request.path_params["run_id"], _user(request)
+        return await self._answer(
+            lambda: self._with_body(request, lambda b: self._update(run_id, "submit_review", b, user))
+        )
 
     async def answer(self, request: Request) -> Response:
-        run_id = request.path_params["run_id"]
+        run_id, user = request.path_params["run_id"], _user(request)
         update = "answer_clarification"
-        return await self._answer(lambda: self._with_body(request, lambda b: self._update(run_id, update, b)))
+        return await self._answer(lambda: self._with_body(request, lambda b: self._update(run_id, update, b, user)))
 
-    async def _update(self, run_id: str, update: str, body: Any) -> dict:
+    async def _update(self, run_id: str, update: str, body: Any, user: User) -> dict:
         if not isinstance(body, dict):
             raise Problem("send a JSON object")
         if update == "submit_review":
             feedback = str(body.get("feedback") or "").strip()
             if not feedback:
                 raise Problem("the review is empty")
-            args: list[Any] = [feedback]
+            args: list[Any] = [{"feedback": feedback, "by": user.name}]  # the history names who reviewed
             if isinstance(body.get("plan_version"), int):
                 args.append(body["plan_version"])
         else:
@@ -340,7 +324,7 @@ class Desk:
             if not answer:
                 raise Problem("the answer is empty")
             args = [answer]
-        await self._describe(run_id)
+        await access.check(await self.client(), run_id, user, "review" if update == "submit_review" else "answer")
         try:  # bounded: with no worker on the run's task queue, one line says so (client/updates.py)
             reply = await execute_update(await self.client(), run_id, update, args)
         except WorkflowUpdateFailedError as err:
@@ -349,98 +333,61 @@ class Desk:
 
     async def cancel(self, request: Request) -> Response:
         async def cancel() -> dict:
-            run_id = request.path_params["run_id"]
-            await self._describe(run_id)
-            await (await self.client()).get_workflow_handle(run_id).cancel()
+            from client.commands.cancel import request_cancel
+
+            run_id, user = request.path_params["run_id"], _user(request)
+            client = await self.client()
+            described = await access.check(client, run_id, user, "cancel")
+            # the history names who cancelled; a second cancel ends the partial report at once
+            if await request_cancel(
+                client, client.get_workflow_handle(run_id), described, user.name, "the research desk"
+            ):
+                return {"message": "cancelled again: the run ends now with its findings and sources as the report"}
             return {"message": "cancel requested: the run writes a partial report"}
 
         return await self._answer(cancel)
 
+    async def steer(self, request: Request) -> Response:
+        run_id, user = request.path_params["run_id"], _user(request)
+        return await self._answer(lambda: self._with_body(request, lambda body: self._steer(run_id, body, user)))
+
+    async def _steer(self, run_id: str, body: Any, user: User) -> dict:
+        await access.check(await self.client(), run_id, user, "steer")  # not visible: 404; only readable: 403
+        return await steer_run(await self.client(), run_id, body, user.name)
+
     async def download(self, request: Request) -> Response:
-        run_id, fmt = request.path_params["run_id"], request.path_params["fmt"]
-        if fmt not in MEDIA:
-            return JSONResponse({"error": f"unknown format {fmt!r}: use {', '.join(MEDIA)}"}, 404)
-
-        async def fetch() -> Response:
-            described = await self._describe(run_id)
-            if described.status != WorkflowExecutionStatus.COMPLETED:
-                raise Problem(f"run {run_id} has no report yet", 409)
-            result = await (await self.client()).get_workflow_handle(run_id, result_type=ResearchResult).result()
-            if fmt not in DOCUMENTS:
-                body = await asyncio.to_thread(render, result, fmt)
-            else:  # in a child, with limits, abandoned when the client leaves
-                try:
-                    body = await render_document_async(result, fmt, _client_left(request))
-                except PdfUnavailable as err:
-                    raise Problem(str(err), 501) from None
-                except CliError as err:
-                    raise Problem(str(err), 422) from None
-                if body is None:
-                    return Response(status_code=499)  # nobody is there to read it
-            return Response(body, media_type=MEDIA[fmt], headers={"Content-Disposition": attachment(run_id, fmt)})
-
-        return await self._answer(fetch)
+        return await files.download(self, request, _user(request))
 
     async def side_output(self, request: Request) -> Response:
-        run_id, kind = request.path_params["run_id"], request.url.path.rsplit("/", 1)[1]
-
-        async def make() -> dict:
-            client = await self.client()
-            source = await finished_report(client, run_id, self.conn.namespace)
-            handle = await start_once(client, self.conn, kind, source, side_id(run_id, kind))
-            return {"id": handle.id, "message": f"making the {kind}; it appears here when done"}
-
-        async def fetch() -> Response:
-            client = await self.client()
-            workflow_id = side_id(run_id, kind)
-            described = await self._describe(workflow_id)
-            if described.status != WorkflowExecutionStatus.COMPLETED:
-                raise Problem(f"the {kind} is not ready ({described.status.name.lower()})", 409)
-            result = await client.get_workflow_handle(workflow_id, result_type=RESULT_TYPES[SIDE_TYPES[kind]]).result()
-            ref, name, media = (
-                (
-                    result.audio.blob,
-                    attachment(run_id, result.audio.format),
-                    f"audio/{'mpeg' if result.audio.format == 'mp3' else 'wav'}",
-                )
-                if kind == "podcast"
-                else (
-                    result.deck.blob,
-                    attachment(run_id, "pptx"),
-                    "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-                )
-            )
-            data = await blob_store(self.conn.data_dir).get_bytes(ref)
-            return Response(data, media_type=media, headers={"Content-Disposition": name})
-
-        return await self._answer(make if request.method == "POST" else fetch)
+        return await files.side_output(self, request, _user(request))
 
     async def ask(self, request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        return await self._answer(lambda: self._with_body(request, lambda body: self._ask(run_id, body)))
+        run_id, user = request.path_params["run_id"], _user(request)
+        return await self._answer(lambda: self._with_body(request, lambda body: self._ask(run_id, body, user)))
 
-    async def _ask(self, run_id: str, body: Any) -> dict:
+    async def _ask(self, run_id: str, body: Any, user: User) -> dict:
         from client import threads
 
         if not isinstance(body, dict) or not isinstance(body.get("question"), str):
             raise Problem('send {"question": "…"}')
+        await access.check(await self.client(), run_id, user, "ask")
         answer = await (await threads.ask(await self.client(), self.conn, run_id, body["question"]))
         return answer.model_dump(mode="json") | {"answer_html": report_html(answer.answer)[1]}
 
     async def schedules(self, request: Request) -> Response:
         from client.commands.schedule import schedule_rows
 
-        return await self._answer(lambda: self._schedules(schedule_rows))
+        user = _user(request)
+        return await self._answer(lambda: self._schedules(schedule_rows, user))
 
-    async def _schedules(self, rows) -> dict:
-        return {"schedules": await rows(await self.client())}
+    async def _schedules(self, rows, user: User) -> dict:
+        return {"schedules": [row for row in await rows(await self.client()) if access.may_see_schedule(user, row)]}
 
     async def _with_body(self, request: Request, work):
         return await work(await _json(request))
 
     async def _answer(self, work) -> Response:
         """JSON (or the response ``work`` made); every failure one clear line."""
-        from client.errors import CliError
         from infra.errors import ConfigError, ConnectionFailed
 
         try:
@@ -454,22 +401,6 @@ class Desk:
         except RPCError as err:
             return JSONResponse({"error": f"Temporal: {err.message}"}, 502)
         return value if isinstance(value, Response) else JSONResponse(value)
-
-
-_LINKED = re.compile(r"\[([^\[\]\n]{0,400})\]\([^()\s]{0,2000}\)")
-_MARKUP = re.compile(r"[*_`]+|\[\^?\d{1,3}\]|<[^<>\n]{0,200}>")
-
-
-def traced(statements: list) -> list[dict]:
-    """The report's statements as the page shows them: ``plain`` is the text
-    as rendered (markdown marks, links' addresses and footnote markers out),
-    to find it in the page; the rest is what a reader checks it by."""
-    out = []
-    for s in statements:
-        text = s.text.strip().strip("|").replace("|", " ") if s.text.startswith("|") else s.text  # a row's cells
-        plain = " ".join(_MARKUP.sub("", _LINKED.sub(r"\1", text)).split())
-        out.append({"plain": plain, **s.model_dump(mode="json", by_alias=True, exclude={"invented"})})
-    return out
 
 
 async def _json(request: Request) -> Any:
@@ -495,10 +426,9 @@ async def _json(request: Request) -> Any:
         raise Problem(f"the request body is not JSON: {str(err)[:200]}", 400) from None
 
 
-async def _client_left(request: Request) -> None:
-    """Returns when the client has closed the connection."""
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
+def _user(request: Request) -> User:
+    """Who is asking (set by the guard, client/desk/users.py)."""
+    return request.state.user
 
 
 # The page's own script and styles only; reports are HTML without scripts.

@@ -4,15 +4,16 @@
   ``127.0.0.1``, ``[::1]``) with the port it listens on, the address it is
   bound to, or a name the operator configured (``DEEPRESEARCH_UI_HOSTS``), so
   a page whose own name was rebound to 127.0.0.1 (DNS rebinding) is refused;
-- the token when one is set (bearer header, query or cookie: any one that
-  matches lets the request in, so a stale cookie cannot shadow a good token);
+- who is asking (client/desk/users.py): a trusted proxy's header, a token
+  (bearer header, query or cookie: any one that matches lets the request
+  in, so a stale cookie cannot shadow a good token), or the desk's own user
+  when nothing is configured;
 - anything that changes a run is JSON, and when the browser says where it
   comes from (Origin), that is one of the same allowed hosts, so another site
   cannot drive the desk from a visitor's browser."""
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 from collections.abc import Iterable
 from urllib.parse import urlsplit
@@ -20,7 +21,8 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-TOKEN_COOKIE = "desk_token"
+from client.desk.users import TOKEN_COOKIE, Refusal, Who  # noqa: F401 - TOKEN_COOKIE: where it was
+
 HOSTS_ENV = "DEEPRESEARCH_UI_HOSTS"
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
@@ -89,22 +91,33 @@ def _refuse(message: str, status: int):
 
 
 class Guard:
-    """Host, then the token (when set), then same-origin JSON for anything that changes."""
+    """Host, then who is asking (``client/desk/users.py``: a trusted proxy's
+    header, a token, or the desk's own user when nothing is configured), then
+    same-origin JSON for anything that changes. The user goes to the routes
+    as ``request.state.user``."""
 
-    def __init__(self, app, token: str | None, hosts: AllowedHosts | None = None) -> None:
-        self.app, self.token = app, token
+    def __init__(self, app, who: Who, hosts: AllowedHosts | None = None) -> None:
+        self.app, self.who = app, who
         self.hosts = hosts or AllowedHosts()
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         request = Request(scope)
-        refusal = self.refusal(request, (scope.get("server") or (None, None))[1])
+        own_port = (scope.get("server") or (None, None))[1]
+        refusal = self.host_refusal(request, own_port)
+        if refusal is None:
+            user = await self.who.identify(request)
+            if isinstance(user, Refusal):
+                refusal = _refuse(user.message, user.status)
+            else:
+                scope.setdefault("state", {})["user"] = user
+                refusal = self.change_refusal(request, own_port)
         if refusal is not None:
             return await refusal(scope, receive, send)
         return await self.app(scope, receive, send)
 
-    def refusal(self, request: Request, own_port: int | None):
+    def host_refusal(self, request: Request, own_port: int | None):
         host = request.headers.get("host", "")
         if not self.hosts.allows(host, own_port):
             return _refuse(
@@ -112,24 +125,15 @@ class Guard:
                 f"to reach it by another name, list that name in {HOSTS_ENV}",
                 421,
             )
-        if self.token and not self._token_offered(request):
-            return _refuse("this desk needs its token: open it with ?token=…", 401)
+        return None
+
+    def change_refusal(self, request: Request, own_port: int | None):
         origin = request.headers.get("origin")
         if origin is not None and not self._same_site(origin, own_port):
             return _refuse("cross-site requests are refused", 403)
         if request.method == "POST" and not request.headers.get("content-type", "").startswith("application/json"):
             return _refuse("send JSON", 415)
         return None
-
-    def _token_offered(self, request: Request) -> bool:
-        scheme, _, bearer = request.headers.get("authorization", "").partition(" ")
-        offered = [
-            bearer.strip() if scheme.lower() == "bearer" else "",
-            request.query_params.get("token") or "",
-            request.cookies.get(TOKEN_COOKIE) or "",
-        ]
-        expected = self.token.encode() if self.token else b""
-        return any(o and hmac.compare_digest(o.encode(), expected) for o in offered)
 
     def _same_site(self, origin: str, own_port: int | None) -> bool:
         try:

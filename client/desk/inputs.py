@@ -38,6 +38,7 @@ DESK_FIELDS = (
     "evidence_pages",
     "evidence_tokens",
     "resources",
+    "shared_with",  # who else may read it (the owner is who asks: never from the request)
 )
 
 

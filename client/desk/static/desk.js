@@ -4,7 +4,8 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-let current = null; // the open run: {id, events, source, status}
+let current = null; // the open run: {id, events, source, status, mayAct}
+let me = null; // who is asking (the desk says, /api/health)
 
 async function api(path, body) {
   const options = body === undefined ? {} : {
@@ -52,7 +53,8 @@ async function loadRuns() {
       row.dataset.runId = run.id;
       row.append(el("span", run.title || run.id, "title"));
       const state = run.status === "running" || run.phase === "cancelled" ? (run.phase || "running") : run.status;
-      row.append(el("span", `${state} · ${new Date(run.started).toLocaleString()}`, "muted"));
+      const whose = run.owner && run.owner !== me ? ` · ${run.owner}'s` : "";
+      row.append(el("span", `${state} · ${new Date(run.started).toLocaleString()}${whose}`, "muted"));
       if (current && current.id === run.id) row.classList.add("open");
       row.addEventListener("click", () => openRun(run.id));
       list.append(row);
@@ -78,6 +80,8 @@ async function startRun(event) {
   if ($("token-budget").value) body.token_budget = Number($("token-budget").value);
   if ($("evidence-pages").value) body.evidence_pages = Number($("evidence-pages").value);
   if ($("evidence-tokens").value) body.evidence_tokens = Number($("evidence-tokens").value);
+  const share = $("share").value.split(/[\s,]+/).filter(Boolean);
+  if (share.length) body.shared_with = share;
   try {
     const started = await api("/runs", body);
     notice("");
@@ -104,6 +108,7 @@ async function openRun(id) {
   $("changes-box").hidden = true;
   $("plan-box").hidden = true;
   $("question-box").hidden = true;
+  $("steer-box").hidden = true;
   $("phase").textContent = "";
   for (const row of document.querySelectorAll("[data-run-id]")) row.classList.toggle("open", row.dataset.runId === id);
   const known = await refresh();
@@ -154,18 +159,24 @@ async function refresh() {
   }
   if (!current || current.id !== id) return false;
   current.status = data.status;
+  current.mayAct = !!data.may_act;
   const status = data.status;
   const link = $("temporal-link");
   link.hidden = !data.temporal_ui;
   if (data.temporal_ui) link.href = data.temporal_ui;
   $("run-problem").hidden = !(data.status_problem || data.failure);
   $("run-problem").textContent = data.failure ? "the run failed: " + data.failure : data.status_problem || "";
-  $("cancel").hidden = data.workflow_status !== "running";
+  // A run the asker may only read (shared with them): no review, cancel, answer, ask or making.
+  document.body.classList.toggle("read-only", !data.may_act);
+  $("owner").textContent = data.owner ? `· ${data.owner}'s run` + (data.shared_with.length ? `, shared with ${data.shared_with.join(", ")}` : "") : "";
+  $("read-only").hidden = !!data.may_act;
+  $("cancel").hidden = data.workflow_status !== "running" || !data.may_act;
   if (status) {
     $("phase").textContent = status.phase;
     $("run-title").textContent = status.title || status.question;
     showQuestion(status);
     showPlan(status);
+    showSteers(data, status);
     showWaiting(id, status);
   } else if (data.workflow_status !== "running") {
     $("phase").textContent = data.workflow_status;
@@ -228,7 +239,39 @@ function showPlan(status) {
   const cut = status.steps_cut || [];
   $("steps-cut").hidden = !cut.length;
   $("steps-cut").textContent = cut.length ? `Cut by the step limit: ${cut.join("; ")}` : "";
-  $("review").hidden = !status.review_pending;
+  $("review").hidden = !status.review_pending || !current.mayAct;
+  $("accepted-by").textContent = status.plan_accepted_by ? `plan accepted by ${status.plan_accepted_by}` : "";
+}
+
+// Steering a running run: the box while it runs, and every note sent with where it applied.
+function showSteers(data, status) {
+  const steers = status.steers || [];
+  const running = data.workflow_status === "running" && !["completed", "cancelled", "failed"].includes(status.phase);
+  const reviewing = status.phase === "awaiting_review";
+  $("steer-box").hidden = !running && !steers.length;
+  $("steer-form").hidden = !running || reviewing;
+  $("steer-review").hidden = !(running && reviewing);
+  const list = $("steers");
+  list.replaceChildren();
+  for (const steer of steers) {
+    const item = el("li", steer.note, steer.applied_at ? "applied" : "waiting");
+    item.setAttribute("data-testid", "steer");
+    const at = steer.applied_at ? new Date(steer.applied_at).toLocaleTimeString() : "";
+    const where = steer.applied_at ? `applied ${at}: ${steer.applied_where}` : steer.applied_where;
+    item.append(el("div", where || "waiting for the next safe point", "muted"));
+    if (steer.urls && steer.urls.length) item.append(el("div", "pages: " + steer.urls.join(" "), "muted"));
+    list.append(item);
+  }
+}
+
+async function steerRun() {
+  const note = $("steer-input").value.trim();
+  if (!note) return notice("type your note for the research first");
+  const url = $("steer-url").value.trim();
+  if (await send("/steer", { note, urls: url ? url.split(/\s+/) : [] })) {
+    $("steer-input").value = "";
+    $("steer-url").value = "";
+  }
 }
 
 function putReport(id, html, partial) {
@@ -369,13 +412,17 @@ document.addEventListener("DOMContentLoaded", async () => {
     if (await send("/answer", { answer: text })) $("answer").value = "";
   });
   $("cancel").addEventListener("click", () => send("/cancel", {}));
+  $("steer-button").addEventListener("click", steerRun);
   $("make-slides").addEventListener("click", () => send("/slides", {}));
   $("make-podcast").addEventListener("click", () => send("/podcast", {}));
   $("ask-button").addEventListener("click", askFollowUp);
   window.addEventListener("popstate", route);
   try {
     const health = await api("/health");
+    me = health.user;
     $("server").textContent = `Temporal at ${health.temporal} (${health.namespace})`;
+    $("whoami").textContent = `${health.user} (${health.role})`;
+    $("start-form").hidden = health.role === "reader"; // readers read what is shared with them
     $("demo").hidden = !health.demo;
     $("demo").textContent = health.demo || "";
   } catch (err) {

@@ -1,0 +1,122 @@
+"""Whether a statement's new figures follow from figures its material states
+(``activities/support.py`` asks; ``activities/figures.py`` does the
+arithmetic): the pool of figures a statement may compute from, and the
+derivation of each figure it adds, in up to two steps (a difference, then
+the share it is of a total: "an increase of 7.6 (7.6 / 18.4 = 0.413)").
+
+The pool, most relevant first and bounded (``figures.MAX_POOL``): the
+material's values of the figures the statement itself states; those of the
+sentence before it or of its table's earlier rows that the material states
+or the report already derived (``trusted``); the question's figures; the
+factors its words name ("a quarter"); then the figures of its best-matching
+passages, their lines that share most with the statement first. Pure
+functions on bounded inputs.
+"""
+
+from __future__ import annotations
+
+from activities import reading
+from activities.figures import MAX_POOL, Derivations, Figure, figures, plain, run_candidates, word_factors
+from workflows.support_models import Basis
+
+SHOWN_PASSAGE = 400  # characters of a passage kept with a figure it gives
+PASSES = 2  # a figure derived may be the start of the next one's arithmetic
+
+
+def shown(passage) -> str:
+    text = " ".join(passage.text.split())
+    return text if len(text) <= SHOWN_PASSAGE else text[: SHOWN_PASSAGE - 1] + "…"
+
+
+def _matched_value(figure: Figure, passages: list, hedge: bool):
+    """(value as the material writes it, whether a percentage, passage) of the
+    first passage holding ``figure``, else None."""
+    for p in passages:
+        for g in p.figures:
+            if figure.matches(g.values[0], hedge):
+                return g.values[0], g.percent, p
+    return None
+
+
+def derive(
+    *,
+    bare: str,
+    context: str,
+    writing: str | None,
+    lacking: list[Figure],
+    held: list[tuple[Figure, list]],
+    matched: list,
+    question: list[Figure],
+    trusted: list[tuple[float, bool]],
+    hedge: bool,
+) -> tuple[list[Basis], str] | None:
+    """The basis and arithmetic of each figure in ``lacking`` when every one
+    follows from the pool (see the module's note); else None. ``held``: the
+    statement's figures with the passages that hold them."""
+    own: list[tuple[float, bool]] = []
+    origin: dict[float, object] = {}
+    near = [g for g in figures(context, writing) if not g.small][:MAX_POOL]  # what it speaks of
+    counts = [g for g in figures(bare, writing) if g.small]  # its own small figures ("±2 mm"), when stated
+    for f, holders in [*held, *((g, matched) for g in near + counts)]:
+        found = _matched_value(f, holders, hedge)
+        if found is not None:  # as the material writes it; a percentage when either says so
+            own.append((found[0], found[1] or f.percent))
+            origin.setdefault(found[0], found[2])
+    given = [(g.values[0], g.percent) for g in question] + [(k, False) for k in word_factors(bare)]
+    # what the report stated or derived before it (it may compute from its own earlier figures)
+    pool = own + given + list(trusted) + _passage_pool(matched, set(reading.terms(f"{bare} {context}")), origin)
+    runs = [p.runs() for p in matched[:3]]
+    percent = any(f.percent for f in lacking)
+    basis: list[Basis] = []
+    steps: list[str] = []
+    todo = list(lacking)
+    anchors = {v for v, _ in own} | {v for v, _ in trusted} | {v for v, _ in given}
+    for _ in range(PASSES):
+        found = Derivations(pool, runs, {v for v, _ in own}, percent=percent, units=f"{bare} {context}")
+        left = []
+        for f in todo:
+            d = found.find(f, hedge, anchors)
+            if d is None:
+                left.append(f)
+                continue
+            steps.append(d.how)
+            pool.insert(0, (d.value, f.percent))  # the next figure may start from it
+            anchors.add(d.value)
+            for v in dict.fromkeys(d.uses):
+                p = origin.get(v)
+                basis.append(Basis(figure=f"{v:,.10g}", url=getattr(p, "url", ""), passage=shown(p) if p else ""))
+        todo = left
+        if not todo:
+            return basis, "; ".join(steps)
+    return None
+
+
+def _passage_pool(matched: list, wanted: set[str], origin: dict[float, object]) -> list[tuple[float, bool]]:
+    """The figures of the matched passages, their lines that share most with
+    ``wanted`` first, counts (small whole numbers) after the rest."""
+    big: list[tuple[float, bool]] = []
+    small: list[tuple[float, bool]] = []
+    for p in matched:
+        lines = p.lines()
+        order = sorted(range(len(lines)), key=lambda n: -len(wanted & lines[n][0]))
+        for n in order:
+            for g in lines[n][1]:
+                (small if g.small else big).append((g.values[0], g.percent))
+                origin.setdefault(g.values[0], p)
+    return big + small
+
+
+def sequences(text: str, found: list[Figure], writing: str | None) -> list:
+    """``run_candidates`` of a passage: its table's columns, else its figures
+    that are not years, in order."""
+    rows = [line for line in text.split("\n") if line.strip().startswith("|")]
+    if len(rows) >= 3:
+        columns: dict[int, list[float]] = {}
+        for row in rows:
+            for n, cell in enumerate(row.strip().strip("|").split("|")):
+                cells = figures(plain(cell), writing)
+                if cells and not cells[0].small:
+                    columns.setdefault(n, []).append(cells[0].values[0])
+        return run_candidates([c for c in columns.values() if len(c) >= 3])
+    values = [f.values[0] for f in found if not (f.values[0].is_integer() and 1800 <= f.values[0] <= 2100)]
+    return run_candidates([values] if len(values) >= 3 else [])
