@@ -71,7 +71,9 @@ class ResearchTeam:
         """While ``plan`` waits for its review, its research steps gather
         their evidence (workflows/evidence_ahead.py)."""
         r = self.box.request
-        if r.evidence_pages > 0 and workflow.patched("gather-evidence") and workflow.patched("evidence-ahead"):
+        # evidence-ahead first: a history recorded before it has gather-evidence's
+        # marker later, at its first step, not at the review
+        if r.evidence_pages > 0 and workflow.patched("evidence-ahead") and workflow.patched("gather-evidence"):
             self.ahead.start(self.box, plan)
 
     async def run_batch(self, plan: Plan, batch: list[int]) -> bool:
