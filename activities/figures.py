@@ -28,6 +28,8 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from activities.units import CONVERSIONS, TEMPERATURES, constants, word_factors  # noqa: F401 (re-exported)
+
 MAX_POOL = 30  # figures a statement's arithmetic may start from
 MAX_RUN = 24  # figures of one passage or table column whose runs are summed and averaged
 MAX_YEARS = 6  # spans of years between the pool's years tried as a compound rate's periods (else 2 to 5)
@@ -102,44 +104,6 @@ HEDGES = (
     "近",
     "約",
 )
-# Factors of common conversions, each tried only for a statement that names
-# one of its units (a conversion it does not name would be a coincidence).
-CONVERSIONS = (
-    (1.609344, "km per mile", ("mile", " mi ", " mi.", "km", "kilomet", "meile", "milla")),
-    (2.20462, "lb per kg", ("pound", " lb", "kg", "kilogram")),
-    (3.28084, "ft per m", ("feet", "foot", " ft", "metre", "meter")),
-    (2.54, "cm per inch", ("inch", " in.", "cm", "centimet")),
-    (3.78541, "litres per US gallon", ("gallon", "litre", "liter")),
-    (4.54609, "litres per imperial gallon", ("gallon", "litre", "liter")),
-    (1.852, "km per nautical mile", ("nautical", "knot", " kn")),
-    (2.47105, "acres per hectare", ("acre", "hectare", " ha")),
-    (0.907185, "tonnes per short ton", ("short ton",)),
-    (1.01605, "tonnes per long ton", ("long ton",)),
-    (12.0, "months", ("month", "monat", "mes", "mois", "月")),
-    (24.0, "hours", ("hour", "stunde", "hora", "heure", "小时")),
-    (60.0, "minutes", ("minute", "hour", "minuto", "分钟")),
-    (7.0, "days", ("week", "woche", "semana", "semaine", "周", "星期")),
-    (52.0, "weeks", ("week", "woche", "semana", "semaine", "周")),
-    (365.0, "days", ("day", "daily", "tag", "día", "jour", "天", "日")),
-    (86_400.0, "seconds per day", ("second", "a day", "per day", "daily", "hz")),
-    (3_600.0, "seconds per hour", ("second", "an hour", "per hour")),
-)
-# Words that multiply or divide (a "quarter", "twice"): their factors join what a statement computes from.
-WORD_FACTORS = (
-    ("half", 2.0),
-    ("halve", 2.0),
-    ("double", 2.0),
-    ("twice", 2.0),
-    ("triple", 3.0),
-    ("three times", 3.0),
-    ("a third", 3.0),
-    ("quarter", 4.0),
-    ("four times", 4.0),
-    ("fivefold", 5.0),
-    ("tenfold", 10.0),
-    ("a tenth", 10.0),
-)
-TEMPERATURES = ("°", "fahrenheit", "celsius", "degrees")
 
 
 class Reading(NamedTuple):
@@ -340,19 +304,6 @@ def _pairs(pool: list[tuple[float, bool]], periods: list[int], percent: bool) ->
             if r > 0 and a != b:
                 out += [(abs(r ** (1 / n) - 1) * 100, 5, "rate", (a, b, float(n))) for n in periods]
     return out
-
-
-def constants(units: str) -> list[float]:
-    """The factors of the conversions ``units`` (a statement's text) names:
-    "365 days", "12 months" are no figures a source must state."""
-    units = f" {units.lower()} "
-    return [k for k, _, words in CONVERSIONS if any(w in units for w in words)]
-
-
-def word_factors(text: str) -> list[float]:
-    """The factors the words of ``text`` name ("a quarter": 4, "twice": 2)."""
-    low = text.lower()
-    return list(dict.fromkeys(k for word, k in WORD_FACTORS if word in low))
 
 
 def _conversions(pool: list[tuple[float, bool]], units: str) -> list[_Candidate]:

@@ -27,6 +27,9 @@ _GAP = "\n\n…\n\n"  # between passages that are not next to each other
 _WORD = re.compile(r"[^\W_]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？]|\n")
+_CJK_RUN = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+|[^\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
+)
 _STOP = frozenset(
     "a an and are as at be by can do does for from how in is it its of on or that the their there these this to "
     "was were what when where which who why will with about into than then your step research question findings "
@@ -40,8 +43,12 @@ def terms(text: str) -> list[str]:
     found: list[str] = []
     for word in _WORD.findall(text.lower()):
         if _CJK.search(word):
-            chars = _CJK.findall(word)
-            found += [a + b for a, b in zip(chars, chars[1:])] or chars
+            for run in _CJK_RUN.findall(word):  # "tern-4潮位计": "tern", "4" and the bigrams of 潮位计
+                chars = _CJK.findall(run)
+                if chars:
+                    found += [a + b for a, b in zip(chars, chars[1:])] or chars
+                elif run not in _STOP and len(run) > 1:
+                    found.append(run)
         elif word not in _STOP and len(word) > 1:
             found.append(word)
     return found

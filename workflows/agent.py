@@ -120,7 +120,7 @@ async def run_agent(
             # the conversation stays valid for the provider.
             wanted = reply.tool_calls
             if not wanted or not (workflow.patched("answer-unknown-tools") or _known(wanted, allowed)):
-                if later and (again := await later.again(task, history, called=turn > 0)):
+                if later and (again := await later.again(task, history, turn > 0, reply.content or "")):
                     history, messages = again  # it answered before it saw the step's passages
                     continue
                 return Finished(*await agent_answer(calls, request, reply, where))

@@ -12,8 +12,9 @@ overlaps what the run waits on anyway.
   searches by itself never waits for the workflow's search and crawls. A
   model that answers before it has seen them is asked again with them when
   they hold a page it did not read itself; one that called no tool at all
-  is asked its first request again, with them, and the run's later steps
-  then gather first.
+  keeps its answer when the passages hold it (a strong model that knew),
+  else is asked its first request again, with them, and the run's later
+  steps then gather first.
 
 ``step_key`` is the decision of which gathering a step can take over, a pure
 function of the step.
@@ -22,6 +23,7 @@ function of the step.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from temporalio import workflow
 
@@ -73,9 +75,12 @@ class Later:
     starts: given to the agent once it is there (``ready``), or waited for
     when the agent would otherwise end without it (``due``)."""
 
-    def __init__(self, task: asyncio.Task[Gathered], budget: int | None) -> None:
+    def __init__(
+        self, task: asyncio.Task[Gathered], budget: int | None, holds: Callable[[str], Awaitable[bool]] | None = None
+    ) -> None:
         self.task = task
         self.budget = budget
+        self.holds = holds  # whether the passages hold an answer given before they came
         self.shown = False
         self.asked_again = False  # the model answered at once, calling no tool, before it saw the passages
         self.read: set[str] = set()  # the pages the agent read itself
@@ -93,18 +98,24 @@ class Later:
         await self.task
         return self._message()
 
-    async def again(self, task: str, history: str | None, called: bool) -> tuple[str | None, list[Message]] | None:
-        """The next request for an agent that answered before it saw the
-        passages: the first request again, the passages with the task, when
-        it had called no tool; else its conversation, the passages and a
-        word to write its findings again. None when there are none, or when
-        they come from pages it read itself."""
+    async def again(
+        self, task: str, history: str | None, called: bool, answer: str = ""
+    ) -> tuple[str | None, list[Message]] | None:
+        """The next request for an agent that answered (``answer``) before it
+        saw the passages: the first request again, the passages with the
+        task, when it had called no tool; else its conversation, the passages
+        and a word to write its findings again. None when there are none,
+        when they come from pages it read itself, or when they hold its
+        answer (its findings stand)."""
         if self.shown:
             return None
         await self.task
         found = self.task.result().evidence
         if called and found is not None and {p.url for p in found.pages} <= self.read:
             self.shown = True  # nothing it has not read: its findings stand
+            return None
+        if found is not None and self.holds is not None and answer and await self.holds(answer):
+            self.shown = True  # what it wrote is what the passages say
             return None
         more = self._message()
         if not more:

@@ -10,6 +10,7 @@ findings of the steps finished before it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from temporalio import workflow
 
@@ -25,6 +26,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
     from workflows.state import AgentCheckpoint
 
 AGENT_FOR_STEP = {"research": "researcher", "processing": "coder", "analysis": "analyst"}
+EARLY_ANSWER_HELD = 0.75  # share of an answer given before its step's passages came that they must hold to stand
 
 
 def batches(plan: Plan, parallel: bool) -> list[list[int]]:
@@ -103,7 +105,7 @@ class ResearchTeam:
                     gathered = await pending if pending else await evidence.gather(box, step, where, given)
                     following = evidence.follow_lead(box, gathered, where)
                 else:  # beside the agent's first turn; its lead once it is gathered
-                    later = Later(pending, box.request.evidence_tokens)
+                    later = Later(pending, box.request.evidence_tokens, self.holds(step, pending, where))
                     following = asyncio.create_task(self.lead_after(pending, where))
             try:
                 outcome = await self.agent(step, index, earlier, resume, gathered, where, later)
@@ -134,6 +136,18 @@ class ResearchTeam:
         if ahead and not given:
             return ahead
         return asyncio.create_task(evidence.gather(self.box, step, where, given))
+
+    def holds(self, step: Step, pending: asyncio.Task[Gathered], where: str) -> Callable[[str], Awaitable[bool]]:
+        """Whether the step's passages hold an answer its agent gave before
+        they came: most of its statements stated or derived from them
+        (activities/support.py); an answer with nothing to judge is not held."""
+
+        async def check(answer: str) -> bool:
+            support = await evidence.support(self.box, step, answer, None, await pending, f"{where} · early answer")
+            share = support.statements.supported_share() if support.statements else None
+            return share is not None and share >= EARLY_ANSWER_HELD
+
+        return check
 
     async def lead_after(self, pending: asyncio.Task[Gathered], where: str) -> None:
         following = evidence.follow_lead(self.box, await pending, where)
