@@ -28,6 +28,7 @@ from temporalio import activity
 
 from activities import leads, reading, tokens
 from activities.claims import claim_lines, holds, states_something
+from activities.heartbeat import heartbeating
 from activities.llm import render_prompt
 from activities.support import support_of as statement_support
 from infra.blobs import BlobStore
@@ -311,7 +312,7 @@ class EvidenceActivities:
 
     @activity.defn(name="rank_evidence")
     async def rank_evidence(self, request: GatherRequest) -> EvidenceSet:
-        async with self.reading:
+        async with heartbeating(), self.reading:  # (waiting its turn too)
             sources = await self._sources(request.pages, request.local)
             ranked = await _off_loop(evidence_set, request, sources)
             del sources
@@ -328,7 +329,7 @@ class EvidenceActivities:
     @activity.defn(name="support_findings")
     async def support_findings(self, request: SupportRequest) -> Support:
         pages, local, searched = list(request.pages), request.local, False
-        async with self.reading:
+        async with heartbeating(), self.reading:  # (waiting its turn too)
             if request.history:
                 read, more, searched = conversation_reads(await self.blobs.get(request.history))
                 pages += [EvidencePage(url=u, title=t, blob=b) for u, t, b in read[-MAX_AGENT_PAGES:]]
@@ -345,15 +346,17 @@ class EvidenceActivities:
     async def evidence_text(self, ref: str) -> str:
         """A set of passages as text (at most ``MAX_SHOWN`` characters), for a
         report the workflow writes itself (the reporter failed)."""
-        return (await self.blobs.get(ref))[:MAX_SHOWN]
+        async with heartbeating():
+            return (await self.blobs.get(ref))[:MAX_SHOWN]
 
     @activity.defn(name="join_evidence")
     async def join_evidence(self, request: EvidenceJoin) -> str | None:
         """The steps' supporting passages as one set, a passage from each step
         in turn, within the budget; None when there are none."""
-        texts = await asyncio.gather(*(self.blobs.get(s.support) for s in request.steps if s.support))
-        text = await asyncio.to_thread(joined, texts, request.budget)
-        return await self.blobs.put(text) if text else None
+        async with heartbeating():
+            texts = await asyncio.gather(*(self.blobs.get(s.support) for s in request.steps if s.support))
+            text = await _off_loop(joined, texts, request.budget)
+            return await self.blobs.put(text) if text else None
 
 
 def support_of(request: SupportRequest, sources: list[Source]) -> tuple[str, str, int]:

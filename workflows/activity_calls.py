@@ -65,7 +65,7 @@ TOOL_CALL = {
     ),
     "crawl": dict(
         start_to_close_timeout=timedelta(seconds=90),
-        heartbeat_timeout=timedelta(seconds=10),
+        heartbeat_timeout=timedelta(seconds=30),
         retry_policy=TOOL_RETRY,
     ),
     "run_python": dict(
@@ -94,8 +94,12 @@ TOOL_CALL = {
     "close_sandbox": dict(start_to_close_timeout=timedelta(seconds=30), retry_policy=RetryPolicy(maximum_attempts=2)),
 }
 # Ranking and picking passages of pages already read (activities/evidence.py):
-# local work on blobs, a few seconds on megabytes of pages.
-EVIDENCE_CALL = dict(start_to_close_timeout=timedelta(minutes=2), retry_policy=TOOL_RETRY)
+# local work on blobs, a few seconds on megabytes of pages; a worker does a few
+# at once, so under a burst one may wait its turn for minutes (heartbeating:
+# a dead worker is seen within the heartbeat timeout, not after 10 minutes).
+EVIDENCE_CALL = dict(
+    start_to_close_timeout=timedelta(minutes=10), heartbeat_timeout=timedelta(seconds=30), retry_policy=TOOL_RETRY
+)
 
 
 def summary(text: str) -> str:
