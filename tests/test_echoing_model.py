@@ -74,8 +74,10 @@ async def test_a_researcher_that_echoes_its_instructions_leaves_no_echo_in_the_f
     findings = result.plan.steps[0].execution_res
     assert findings.startswith("(no usable findings") and "You are the researcher" not in findings
     asked = llm.calls("researcher")
-    assert len(asked) == 2 and asked[1].get("tool_choice") == "none"
-    assert "repeated your instructions" in last_user(asked[1])
+    # its first answer came before the step's passages: asked its task again with them,
+    # then, an echo again, once more without tools
+    assert len(asked) == 3 and "# Evidence gathered for this step" in last_user(asked[1])
+    assert asked[2].get("tool_choice") == "none" and "repeated your instructions" in last_user(asked[2])
     assert "You are the researcher" not in last_user(llm.calls("reporter")[0])
 
 
