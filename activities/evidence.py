@@ -18,10 +18,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TypeVar
 from urllib.parse import quote
 
 from temporalio import activity
@@ -30,6 +28,7 @@ from activities import leads, reading, tokens
 from activities.claims import claim_lines, holds, states_something
 from activities.heartbeat import heartbeating
 from activities.llm import render_prompt
+from activities.off_loop import in_pool
 from activities.support import support_of as statement_support
 from infra.blobs import BlobStore
 from workflows.evidence_models import (
@@ -53,7 +52,6 @@ READING_AT_ONCE = 2  # ranking and tracing activities at work at once per worker
 # Their threads, not behind the crawls' page conversions in the default pool.
 READING = ThreadPoolExecutor(max_workers=READING_AT_ONCE, thread_name_prefix="evidence")
 LOCAL_TITLE = "Local documents"
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -292,10 +290,6 @@ def conversation_reads(history: str) -> tuple[list[tuple[str, str, str]], str, b
     return pages, "\n\n".join(local), searched
 
 
-async def _off_loop(fn: Callable[..., T], *args: object) -> T:
-    return await asyncio.get_running_loop().run_in_executor(READING, fn, *args)
-
-
 class EvidenceActivities:
     def __init__(self, blobs: BlobStore) -> None:
         self.blobs = blobs
@@ -314,7 +308,7 @@ class EvidenceActivities:
     async def rank_evidence(self, request: GatherRequest) -> EvidenceSet:
         async with heartbeating(), self.reading:  # (waiting its turn too)
             sources = await self._sources(request.pages, request.local)
-            ranked = await _off_loop(evidence_set, request, sources)
+            ranked = await in_pool(READING, evidence_set, request, sources)
             del sources
         if not ranked.passages:
             return EvidenceSet()
@@ -335,8 +329,8 @@ class EvidenceActivities:
                 pages += [EvidencePage(url=u, title=t, blob=b) for u, t, b in read[-MAX_AGENT_PAGES:]]
                 local = "\n\n".join(x for x in (local, more) if x)
             sources = await self._sources(pages, local)
-            findings, text, count = await _off_loop(support_of, request, sources)
-            traced = await _off_loop(traced_findings, request, sources)
+            findings, text, count = await in_pool(READING, support_of, request, sources)
+            traced = await in_pool(READING, traced_findings, request, sources)
             read = len(sources)
             del sources
         blob = await self.blobs.put(text) if count else None
@@ -355,7 +349,7 @@ class EvidenceActivities:
         in turn, within the budget; None when there are none."""
         async with heartbeating():
             texts = await asyncio.gather(*(self.blobs.get(s.support) for s in request.steps if s.support))
-            text = await _off_loop(joined, texts, request.budget)
+            text = await in_pool(READING, joined, texts, request.budget)
             return await self.blobs.put(text) if text else None
 
 

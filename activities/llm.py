@@ -28,7 +28,7 @@ from activities import context, cut_replies, model_endpoint, overflow, shown, te
 from activities.heartbeat import heartbeating
 from activities.llm_stream import BrokenStream, Completion, Looping, Silence, TooLarge, ToolStreamRefused
 from activities.model_endpoint import ModelEndpoint
-from activities.off_loop import off_loop
+from activities.off_loop import in_pool, off_loop
 from activities.pacing import Pacer, paced
 from activities.rate_limited import rate_limit_error, retry_after
 from activities.support import support_of
@@ -165,9 +165,7 @@ class ModelActivities:
         window = window or self.window(request)
         # Cutting long pages and counting tokens: off the event loop, which every run's calls share,
         # in threads of its own (not behind the crawls' page conversions in the default pool).
-        return await asyncio.get_running_loop().run_in_executor(
-            SHAPING, self._shape, request, conversation, blobs, window, as_text
-        )
+        return await in_pool(SHAPING, self._shape, request, conversation, blobs, window, as_text)
 
     def _shape(
         self, request: ModelRequest, conversation: list[Message], blobs: dict[str, str], window: int, as_text: bool

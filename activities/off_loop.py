@@ -30,11 +30,18 @@ async def off_loop(fn: Callable[..., T], *args: object, seconds: float = READ_SE
     """``fn(*args)`` in a thread of ``REPLIES``, waited for at most
     ``seconds``; past that the call fails (retryable: the model is asked
     again) and the thread, whose input is bounded, ends on its own."""
-    call = functools.partial(contextvars.copy_context().run, fn, *args)
     try:
         async with asyncio.timeout(seconds):
-            return await asyncio.get_running_loop().run_in_executor(REPLIES, call)
+            return await in_pool(REPLIES, fn, *args)
     except TimeoutError:
         raise ApplicationError(
             f"reading the model's reply took longer than {seconds:g} s", type="ModelReplyUnreadable"
         ) from None
+
+
+async def in_pool(pool: ThreadPoolExecutor, fn: Callable[..., T], *args: object) -> T:
+    """``fn(*args)`` in a thread of ``pool`` (a module's own: work of one kind
+    never waits behind another's), the caller's context carried as
+    ``asyncio.to_thread`` carries it; no time limit."""
+    call = functools.partial(contextvars.copy_context().run, fn, *args)
+    return await asyncio.get_running_loop().run_in_executor(pool, call)

