@@ -318,6 +318,22 @@ class ModelActivities:
         completion, conversation, learned, sent = await paced(self.pacer, lambda: self._complete(request, headers))
         if not completion.choices:
             raise ApplicationError("the model returned no choices", type="ModelUnavailable")
+        # Reading the reply may take longer than the heartbeat timeout on a busy
+        # worker (thousands of tool calls, a long report's support): without a
+        # heartbeat Temporal would time the activity out and pay for the model again.
+        async with heartbeating():
+            return await self._reply(request, completion, conversation, learned, sent)
+
+    async def _reply(
+        self,
+        request: ModelRequest,
+        completion: Completion,
+        conversation: list[Message],
+        learned: int | None,
+        sent: list[dict[str, Any]],
+    ) -> ModelReply:
+        """What the activity returns: the completion read (tool calls, plan,
+        podcast script), its conversation stored, its statements judged."""
         content = strip_think(clean_text(completion.content))
         calls = await off_loop(tool_calls, completion.tool_calls)  # json-repair: off the event loop
         allowed = request.tools + [t["function"]["name"] for t in request.extra_tools]
