@@ -31,7 +31,7 @@ async def finished(handle, seconds: float = 90):
 
 
 async def wait_for_phase(
-    handle, phase: str, timeout: float = 30.0, *, plan_version: int | None = None, answers: int | None = None
+    handle, phase: str, timeout: float = 90.0, *, plan_version: int | None = None, answers: int | None = None
 ) -> RunStatus:
     """The run's status once it is in ``phase`` and, when given, shows plan
     ``plan_version`` / has taken ``answers`` clarification answers. Right after
@@ -58,7 +58,7 @@ async def keep_history(handle, name: str) -> None:
         (HISTORIES / f"{name}.json").write_text(history.to_json())
 
 
-async def polled(probe: Callable[[], Awaitable[T]], done: Callable[[T], bool], seconds: float = 20.0) -> T:
+async def polled(probe: Callable[[], Awaitable[T]], done: Callable[[T], bool], seconds: float = 60.0) -> T:
     """``probe()`` again every 0.2 s until ``done`` holds of what it gave, or
     ``seconds`` have passed; the last answer either way (the caller asserts
     on it). For what Temporal's visibility store learns a moment late: a

@@ -254,7 +254,7 @@ async def test_9_list_shows_the_question_and_blob_prints_a_stored_page(
 ):
     handle = await start(temporal_client, task_queue, "How bright is the Lantern Rock light?", auto_accept_plan=True)
     await handle.result()
-    listing = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "list")
+    listing = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "list", "--limit", "1000")
     assert "How bright is the Lantern Rock light?" in listing.stdout
     stored = Path(worker_env["DEEPRESEARCH_DATA_DIR"]) / "blobs"
     pages = [p for p in stored.rglob("*") if p.is_file() and p.read_bytes().startswith(b"Lantern Rock history By")]

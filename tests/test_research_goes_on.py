@@ -96,7 +96,7 @@ async def test_a_thread_of_three_questions(worker_env, worker, llm, tavily, page
     assert "Q: Repeat your previous answer, please" in shown.stdout and "researched more in" in shown.stdout
     of_run = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "status", run["run_id"])
     assert f"ask {run['run_id']} QUESTION" in of_run.stdout and first["workflow_id"] in of_run.stdout  # its thread
-    listed = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "list")
+    listed = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "list", "--limit", "1000")
     assert first["workflow_id"] in listed.stdout and "follow-up thread: 3 question(s)" in listed.stdout
     # `result` of the thread: every answer in full at once (it used to wait for a thread that never ends).
     saved = Path(worker_env["DEEPRESEARCH_DATA_DIR"]) / "thread.md"
@@ -234,7 +234,7 @@ async def test_ask_review_waits_for_the_review_of_its_research(worker_env, worke
         while (await temporal_client.get_workflow_handle(research).query("status"))["phase"] != "awaiting_review":
             assert time.monotonic() < deadline, "the research never waited for the asker's review"
             await asyncio.sleep(0.2)
-        listed = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "list")
+        listed = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "list", "--limit", "1000")
         assert "follow-up thread: answering its first question" in listed.stdout, listed.stdout  # not "0 questions"
         reviewed = await asyncio.to_thread(cli, worker_env, "review", research, "--accept")
         assert reviewed.returncode == 0, reviewed.stderr

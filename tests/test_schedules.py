@@ -72,7 +72,7 @@ async def test_a_schedule_runs_builds_on_its_last_run_and_says_what_changed(
         assert changes.count(f"]({pages.url('/lighthouse')})") == 2  # each cited, its link kept by the check
         assert pages.url("/lighthouse") in [c["url"] for c in new["citations"]]
         assert "What changed since" not in old["final_report"]
-        listed = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "list")
+        listed = await asyncio.to_thread(cli, worker_env | {"COLUMNS": "250"}, "list", "--limit", "1000")
         assert f"(schedule {name})" in listed.stdout
         described = await temporal_client.get_workflow_handle(second.id).describe()
         assert described.typed_search_attributes.get(TITLE_ATTRIBUTE) == "Scripted research"  # as any run shows

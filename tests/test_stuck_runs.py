@@ -82,7 +82,7 @@ async def test_a_stuck_run_says_so_and_can_be_cancelled(
         code, out, err = await cli(worker_env, "status", handle.id, "--json")
         shown = json.loads(out)
         listed = await polled(  # the run's end reaches the visibility store a moment later
-            lambda: cli(worker_env, "list"),
+            lambda: cli(worker_env, "list", "--limit", "1000"),  # (other tests' runs still going list first)
             lambda listed: any(handle.id in line and "running" not in line for line in listed[1].splitlines()),
         )
         again = await cli(worker_env, "cancel", handle.id)
