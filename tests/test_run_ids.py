@@ -78,7 +78,7 @@ async def test_list_and_status_show_another_clients_id_on_one_line(temporal_clie
             str(CLI),
             "list",
             "--limit",
-            "100",
+            "1000",
             env=worker_env | {"COLUMNS": "200"},
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

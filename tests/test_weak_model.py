@@ -94,7 +94,7 @@ async def test_list_and_status_show_how_a_run_ended(worker_env, temporal_client,
 
     env = worker_env | {"COLUMNS": "250"}
     for _ in range(50):  # the attribute reaches the visibility store a moment later
-        listing = await asyncio.to_thread(run_cli, env, "list")
+        listing = await asyncio.to_thread(run_cli, env, "list", "--limit", "1000")  # ended runs list after those going
         if "completed (plan_failed)" in listing and "completed (answered_directly)" in listing:
             break
         await asyncio.sleep(0.2)
