@@ -34,6 +34,8 @@ async def time_skipping(data_dir: Path) -> AsyncIterator[WorkflowEnvironment]:
 async def running_worker(client: Client, worker_env: dict[str, str], queue: str) -> AsyncIterator[Worker]:
     """The project's worker on ``queue``, with the settings of ``worker_env``."""
     worker, held = build_worker(client, Settings.from_env(worker_env), queue)
-    async with worker:
-        yield worker
-    await held.close_all()
+    try:
+        async with worker:
+            yield worker
+    finally:  # the sandbox and HTTP clients, when the test failed too
+        await held.close_all()

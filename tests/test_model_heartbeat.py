@@ -36,7 +36,7 @@ async def test_the_model_activity_heartbeats_while_its_reply_waits_to_be_read(ll
         tools=["web_search"],
     )
     env, beats = ActivityEnvironment(), []
-    env.on_heartbeat = lambda *details: beats.append(len(llm.calls()))
+    env.on_heartbeat = lambda *details: beats.append(details)
     release = threading.Event()
     busy = [REPLIES.submit(release.wait) for _ in range(32)]  # every reader thread taken
     try:
