@@ -84,14 +84,13 @@ async def test_a_cancelled_run_ends_within_its_grace_while_every_call_is_refused
     findings and sources as the report. (Retry-After: 1 s, as the worker
     also pauses its model calls that long, in real time.)"""
     refusing(llm, "1")
-    refuse, first_held = llm.handler, threading.Event()
+    refuse, cancel_seen = llm.handler, threading.Event()
 
-    def held_first(request):
-        if len(llm.requests) == 1:
-            first_held.wait(30)
+    def held(request):  # until the run has asked for its cancel
+        cancel_seen.wait(30)
         return refuse(request)
 
-    llm.handler = held_first
+    llm.handler = held
     handle = await env.client.start_workflow(
         "DeepResearch",
         ResearchInput(question="Tell me about Lantern Rock"),
@@ -104,12 +103,12 @@ async def test_a_cancelled_run_ends_within_its_grace_while_every_call_is_refused
             while not llm.requests:
                 await asyncio.sleep(0.05)
             await handle.cancel()
-            # The first call is refused once the run has asked for its cancel: the
+            # The calls are refused once the run has asked for its cancel: the
             # time-skipping server wedges a run whose cancel of an activity comes in
             # the same workflow task as that activity's end (sdk-java#2391,
             # "ACTIVITY_UNKNOWN"; the real server takes it). It happened on a CI.
             await cancel_asked(handle)
-            first_held.set()
+            cancel_seen.set()
         result = await handle.result()  # time skips through the reporter's waits
     assert result.status == "cancelled"
     assert "the run was cancelled" in result.final_report and "the reporter failed" in result.final_report
