@@ -22,11 +22,10 @@ from pathlib import Path
 import pytest
 from temporalio.client import WorkflowExecutionStatus
 
-from infra.settings import Settings
 from testkit.llm_server import Reply, tool_messages
 from testkit.research_script import FACT
 from testkit.runs import start, wait_for_phase
-from worker import build_worker
+from testkit.time_skipping import running_worker
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = "```" + " " * 6_000 + "a"
@@ -36,14 +35,8 @@ STATUS_BOUND = 15  # seconds; the issue's outside check allows 10 for the answer
 @pytest.fixture
 async def worker(temporal_client, worker_env, task_queue, script):
     """The real worker, with a deployed worker's workflow cache (the default)."""
-    settings = Settings.from_env(worker_env)
-    settings.check()
-    workers, held = build_worker(temporal_client, settings, task_queue)
-    try:
-        async with workers:
-            yield workers
-    finally:
-        await held.close_all()
+    async with running_worker(temporal_client, worker_env, task_queue) as workers:
+        yield workers
 
 
 def status_from_outside(env: dict, workflow_id: str) -> dict:
