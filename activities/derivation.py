@@ -66,13 +66,15 @@ def derive(
     # what the report stated or derived before it (it may compute from its own earlier figures)
     pool = own + given + list(trusted) + _passage_pool(matched, set(reading.terms(f"{bare} {context}")), origin)
     runs = [p.runs() for p in matched[:3]]
+    years = _years([*near, *figures(bare, writing), *question], matched)
     percent = any(f.percent for f in lacking)
     basis: list[Basis] = []
+    based: set[float] = set()  # figures in the basis, or derived
     steps: list[str] = []
     todo = list(lacking)
     anchors = {v for v, _ in own} | {v for v, _ in trusted} | {v for v, _ in given}
     for _ in range(PASSES):
-        found = Derivations(pool, runs, {v for v, _ in own}, percent=percent, units=f"{bare} {context}")
+        found = Derivations(pool, runs, {v for v, _ in own}, percent=percent, units=f"{bare} {context}", years=years)
         left = []
         for f in todo:
             d = found.find(f, hedge, anchors)
@@ -83,12 +85,24 @@ def derive(
             pool.insert(0, (d.value, f.percent))  # the next figure may start from it
             anchors.add(d.value)
             for v in dict.fromkeys(d.uses):
+                if v in based:
+                    continue  # a figure derived a step before, or already listed: the arithmetic shows it
+                based.add(v)
                 p = origin.get(v)
                 basis.append(Basis(figure=f"{v:,.10g}", url=getattr(p, "url", ""), passage=shown(p) if p else ""))
+            based.add(d.value)
         todo = left
         if not todo:
             return basis, "; ".join(steps)
     return None
+
+
+def _years(found: list[Figure], matched: list) -> set[float]:
+    """The values written as years (``Figure.year``) by the statement, what
+    it speaks of, the question or its passages, and nowhere as a count."""
+    theirs = [g for p in matched for g in p.figures]
+    years = {g.values[0] for g in [*found, *theirs] if g.year}
+    return years - {g.values[0] for g in [*found, *theirs] if not g.year}
 
 
 def _passage_pool(matched: list, wanted: set[str], origin: dict[float, object]) -> list[tuple[float, bool]]:

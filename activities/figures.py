@@ -23,6 +23,7 @@ Every pattern is linear.
 from __future__ import annotations
 
 import bisect
+import html
 import math
 import re
 from dataclasses import dataclass
@@ -152,8 +153,9 @@ class Figure(NamedTuple):
 
 def plain(text: str) -> str:
     """``text`` without what is not a figure of it: links' addresses (their
-    text kept), bare URLs and footnote markers."""
-    return _MARKERS.sub(" ", _URL.sub(" ", _LINK.sub(r"\1", text)))
+    text kept), bare URLs and footnote markers; character references read
+    (``&#39;`` is a quote, not 39)."""
+    return _MARKERS.sub(" ", _URL.sub(" ", _LINK.sub(r"\1", html.unescape(text))))
 
 
 def hedged(text: str) -> bool:
@@ -276,13 +278,21 @@ _PERCENT_OPS = frozenset({"share", "change", "rate", "fraction", "part"})
 _POINT_OPS = frozenset({"sum%", "diff%"})
 
 
-def _pairs(pool: list[tuple[float, bool]], periods: list[int], percent: bool) -> list[_Candidate]:
+def _pairs(
+    pool: list[tuple[float, bool]], periods: list[int], percent: bool, years: set[float] = frozenset()
+) -> list[_Candidate]:
     """One step from two figures; shares, changes and rates only when a
-    percentage is looked for."""
+    percentage is looked for. A year (one of ``years``) only ever meets
+    another year, in a difference ("52 years newer"): 5,000 / 2023 is
+    chance, not arithmetic."""
     out: list[_Candidate] = []
     for i, (a, pa) in enumerate(pool):
         for j, (b, pb) in enumerate(pool):
             if i == j:
+                continue
+            if a in years or b in years:
+                if i < j and a in years and b in years:
+                    out.append((abs(a - b), 1, "diff", (max(a, b), min(a, b))))
                 continue
             mixed = 3 if pa != pb else 0  # a percentage and a count seldom make one figure
             if i < j:
@@ -393,19 +403,20 @@ class Derivations:
         own: set[float] = (),
         percent: bool = True,
         units: str = "",
+        years: set[float] = frozenset(),
     ) -> None:
         """``pool``: (value, whether a percentage) of the stated figures, the
         most relevant first; ``runs``: ``run_candidates`` of the passages;
         ``own``: the figures the statement itself gives; ``percent``: whether
         percentages are looked for; ``units``: the statement's text, whose
-        unit words allow their conversions."""
+        unit words allow their conversions; ``years``: the pool's values
+        written as years."""
         pool = list(dict.fromkeys((float(v), bool(pc)) for v, pc in pool if math.isfinite(v)))[:MAX_POOL]
         found_years = [a for a, _ in pool if _year(a)]
-        years = sorted({abs(int(a - b)) for a in found_years for b in found_years if 0 < abs(a - b) <= 40})
-        periods = years[:MAX_YEARS]  # a compound rate over the span of the years it speaks of
-        found = [
-            c for c in _pairs(pool, periods, percent) + _conversions(pool, f" {units.lower()} ") if math.isfinite(c[0])
-        ]
+        spans = sorted({abs(int(a - b)) for a in found_years for b in found_years if 0 < abs(a - b) <= 40})
+        periods = spans[:MAX_YEARS]  # a compound rate over the span of the years it speaks of
+        pairs = _pairs(pool, periods, percent, set(years))
+        found = [c for c in pairs + _conversions(pool, f" {units.lower()} ") if math.isfinite(c[0])]
         found.sort(key=lambda c: c[0])
         self.lists = [(found, [c[0] for c in found])] + [(r, [c[0] for c in r]) for r in runs]
         self.own = set(own)
@@ -434,6 +445,8 @@ class Derivations:
                     for c in items[lo:hi]:
                         if c[2] == "same" and shift == 1.0:
                             continue  # a figure stated as it is: not derived
+                        if shift != 1.0 and c[2] != "same" and figure.digits < 3:
+                            continue  # arithmetic and a change of scale both, to two digits: chance
                         if figure.digits < 3 and sum(u in anchors for u in set(c[3][:2])) < 3 - figure.digits:
                             continue  # "20 %": from one anchored figure; "5 %", "0.7": from anchored figures only
                         own = all(u in self.own for u in c[3][:2])

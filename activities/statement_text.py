@@ -22,6 +22,9 @@ MAX_CONTEXT = 1_500  # characters of what a statement speaks of beside itself
 _SENTENCE_END = re.compile(r"[.!?;][*_\"”’)\]]{0,3}(?=\s)|[。！？；]")
 _MARKS = re.compile(r"^(?:>[ \t]?){0,5}(?:[-*+][ \t]+|\d{1,3}[.)][ \t]+)?")  # quote and list marks
 _ORDINAL_END = re.compile(r"(?<![\d.,])\d{1,2}\.$")  # "am 6. Mai": no sentence ends there
+_REFERENCE_END = re.compile(r"&#?[A-Za-z0-9]{1,8};[*_\"”’)\]]{0,3}$")  # "Ferries&#39; route": no sentence ends there
+_ABBREVIATION_END = re.compile(r"(?i)(?<![^\W\d_])(?:vs|e\.g|i\.e|cf|approx|ca|incl|resp|esp)\.$")  # "2.5 vs. 1.9"
+_ASKED = ("?", "？", "?*", "?**", "?”", '?"')  # a question states nothing
 NAME = re.compile(r"[^\W\d_][\w'’-]*")
 LINKED = re.compile(r"\[[^\[\]\n]{0,400}\]\(((?:https?|file)://[^()\s]{1,2000})\)")
 _SOURCES = (
@@ -176,23 +179,27 @@ def capitalises_nouns(text: str) -> bool:
 def statements_of(report: str, question: str, writing: str | None = None) -> list[Sentence]:
     """The report's statements (distinct, at most ``MAX_STATEMENTS``): its
     sentences and table rows with a figure or a name beyond the question's,
-    or saying that something is not given. Not headings, rules, code, lists
+    or saying that something is not given. Not questions, headings, rules, code, lists
     of links, footnotes or a sources section. In a language that
     capitalises its nouns, only figures tell. ``writing``: how its numbers
     are written when the report does not tell (``figures.convention``)."""
     given_names = set(names(question)) | set(NAME.findall(question.lower()))
+    given_figures = [v for g in figures(plain(question), None) for v in g.values]
     by_name = not capitalises_nouns(report)
     writing = convention(plain(report[:MAX_REPORT])) or writing
     found: dict[str, Sentence] = {}
     for text, row, context in _units(report[:MAX_REPORT]):
         text = text[:MAX_SENTENCE]
         bare = plain(text)
+        if not row and bare.rstrip().endswith(_ASKED):
+            continue  # a question (the research question restated) claims nothing
         found_figures = [f for f in figures(bare, writing) if not f.small][:MAX_FIGURES]
         if len(reading.terms(bare)) < 3 and not found_figures:
             continue
         sentence = Sentence(text, bare, found_figures, [], row, plain(context[-MAX_CONTEXT:]), writing)
         sentence.names = [n for n in names(bare) if n not in given_names] if by_name else []
-        if sentence.figures or sentence.names or lacks(bare):
+        beyond = [f for f in found_figures if not any(f.matches(v) for v in given_figures)]
+        if beyond or sentence.names or lacks(bare):
             found.setdefault(" ".join(bare.split()), sentence)
             if len(found) >= MAX_STATEMENTS:
                 break
@@ -241,9 +248,11 @@ def _rule_row(line: str) -> bool:
 
 def sentences(line: str) -> list[str]:
     """The sentences of a line; not cut after a day or an ordinal written
-    as a number and a full stop ("am 6. Mai")."""
+    as a number and a full stop ("am 6. Mai"), nor after a character
+    reference ("Ferries&#39; route") or an abbreviation ("2.5 vs. 1.9")."""
     out: list[str] = []
-    cuts = [m.end() for m in _SENTENCE_END.finditer(line)]
+    ends = (m.end() for m in _SENTENCE_END.finditer(line))
+    cuts = [end for end in ends if not _glued(line[max(0, end - 14) : end])]
     for start, end in zip([0, *cuts], [*cuts, len(line)]):
         piece = line[start:end].strip()
         if out and _ORDINAL_END.search(out[-1]):
@@ -251,6 +260,12 @@ def sentences(line: str) -> list[str]:
         elif piece:
             out.append(piece)
     return out
+
+
+def _glued(before: str) -> bool:
+    """Whether a full stop or semicolon ending ``before`` ends no sentence:
+    a character reference's (``&#39;``) or an abbreviation's (``vs.``)."""
+    return bool(_REFERENCE_END.search(before) or _ABBREVIATION_END.search(before))
 
 
 def _only_links(line: str) -> bool:
