@@ -52,6 +52,7 @@ READING_AT_ONCE = 2  # ranking and tracing activities at work at once per worker
 # Their threads, not behind the crawls' page conversions in the default pool.
 READING = ThreadPoolExecutor(max_workers=READING_AT_ONCE, thread_name_prefix="evidence")
 LOCAL_TITLE = "Local documents"
+FICTION_JUDGED = 2  # statements of a step's findings judged before they can be told fiction (one may be knowledge)
 
 
 @dataclass(frozen=True)
@@ -329,8 +330,8 @@ class EvidenceActivities:
                 pages += [EvidencePage(url=u, title=t, blob=b) for u, t, b in read[-MAX_AGENT_PAGES:]]
                 local = "\n\n".join(x for x in (local, more) if x)
             sources = await self._sources(pages, local)
-            findings, text, count = await in_pool(READING, support_of, request, sources)
             traced = await in_pool(READING, traced_findings, request, sources)
+            findings, text, count = await in_pool(READING, support_of, request, sources, fiction(traced))
             read = len(sources)
             del sources
         blob = await self.blobs.put(text) if count else None
@@ -353,9 +354,11 @@ class EvidenceActivities:
             return await self.blobs.put(text) if text else None
 
 
-def support_of(request: SupportRequest, sources: list[Source]) -> tuple[str, str, int]:
+def support_of(request: SupportRequest, sources: list[Source], invented: bool = False) -> tuple[str, str, int]:
     """The findings with their pages named, the passages they rest on (then
-    the step's best passages, to fill the budget) and how many."""
+    the step's best passages, to fill the budget) and how many. Findings
+    that state nothing, or that are ``invented`` (``fiction``), are not
+    passed on: the passages read for the step stand for them."""
     chunks = chunks_of(sources)
     if not chunks:
         return request.findings, "", 0
@@ -364,11 +367,26 @@ def support_of(request: SupportRequest, sources: list[Source]) -> tuple[str, str
     order = found + [i for _, i in reading.Index([c.text for c in chunks]).scores(request.focus) if i not in taken]
     chosen = pick(sources, chunks, order, request.budget) if order else []
     passages = arrange(sources, chunks, chosen, order)
-    if chosen and not states_something(request.findings):  # the model wrote nothing usable: what it read stands for it
+    if chosen and (invented or not states_something(request.findings)):  # what it read stands for them
         short = arrange(sources, chunks, pick(sources, chunks, order, request.budget // 2), order)
-        said = request.findings.strip()  # a note of the workflow's, e.g. why nothing usable was written
-        findings = f"{said}\n\n{NOTHING_WRITTEN}\n\n{short}" if said else f"{NOTHING_WRITTEN}\n\n{short}"
+        said = "" if invented else request.findings.strip()  # a note of the workflow's: why nothing was written
+        head = NOT_FOUND if invented else NOTHING_WRITTEN
+        findings = f"{said}\n\n{head}\n\n{short}" if said else f"{head}\n\n{short}"
     return findings, passages, len(chosen)
+
+
+def fiction(counts: SupportCounts | None) -> bool:
+    """Whether a step's findings are a weak model's fiction, not research:
+    none of their statements (two or more) stated or derived by the pages
+    the step read, and one at least carrying a figure or a name found nowhere in them. A strong
+    model's findings, stated by their pages, are never so; findings the
+    pages hold in part are kept (the reporter's check judges the report)."""
+    return (
+        counts is not None
+        and counts.judged >= FICTION_JUDGED
+        and counts.invented > 0
+        and not counts.stated + counts.derived
+    )
 
 
 def traced_findings(request: SupportRequest, sources: list[Source]) -> SupportCounts | None:
@@ -378,6 +396,11 @@ def traced_findings(request: SupportRequest, sources: list[Source]) -> SupportCo
     return statement_support(request.findings, material, request.focus)[0]
 
 
+NOT_FOUND = (
+    "The researcher's findings for this step were not found in the pages it read (figures or names that appear "
+    "nowhere in them), so they are left out. These are the passages read for this step that bear on it, each "
+    "after a link to its page:"
+)
 NOTHING_WRITTEN = (
     "The researcher wrote no findings of its own. These are the passages read for this step that bear on it, "
     "each after a link to its page:"
