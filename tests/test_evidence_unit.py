@@ -4,19 +4,23 @@ and the ranking and tracing of passages (activities/evidence.py)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from activities import tokens
 from activities.evidence import (
+    NOT_FOUND,
     Source,
     body,
     chunks_of,
     evidence_set,
+    fiction,
     holds,
     joined,
     readable,
     render,
     support_of,
     supported,
+    traced_findings,
 )
 from activities.leads import lead, names_in
 from activities.reading import excerpt
@@ -285,3 +289,25 @@ def test_36_a_crafted_url_cannot_write_a_header_of_its_own():
     assert render(wiki, wiki.text) == "[Mercury](https://en.wikipedia.org/wiki/Mercury_(planet)): The smallest planet."
     # An escape the page wrote stays one; a link without a colon stays a link.
     assert body("see \\[x](http://a): y and [z](http://b) too") == "see \\[x](http://a): y and [z](http://b) too"
+
+
+def test_a_steps_findings_that_are_fiction_give_way_to_the_passages_it_read():
+    """SmolLM2's findings in the eval's greyhorn-light run (tests/fixtures/weak/smollm2-live): restated by
+    the reporter, they were "stated" by the findings themselves and an invented report shipped."""
+    root = Path(__file__).parent.parent
+    corpus = root / "client/evaluation/builtin/corpus"
+    pages = ["tourism/greyhorn-light-history.md", "towns/brackwater.md", "reference/vellmark-history.md"]
+    sources = [Source(p, f"http://x/{p}", (corpus / p).read_text(encoding="utf-8")) for p in pages]
+    focus = "In what year was the Greyhorn Light in Brackwater first lit, and who designed it?"
+    invented = (root / "tests/fixtures/weak/smollm2-live/greyhorn-light-findings.md").read_text()
+    request = SupportRequest(findings=invented, focus=focus, budget=800)
+    assert fiction(traced_findings(request, sources))
+    findings, _, count = support_of(request, sources, True)
+    assert findings.startswith(NOT_FOUND) and "team of researchers" not in findings and count
+    assert "Caspar Lund" in findings and "1871" in findings  # what the step read stands for them
+
+    faithful = "- The Greyhorn Light was designed by Caspar Lund and first lit in 1871.\n- It is 24 metres high."
+    known = "- Caspar Lund also designed the Kelder Quay lighthouse in 1880."  # one statement: it may be knowledge
+    part = faithful + "\n- Its keeper in 1901 was Ada Brisk."  # partly held: the report's check judges the rest
+    for kept in (faithful, known, part):
+        assert not fiction(traced_findings(SupportRequest(findings=kept, focus=focus, budget=800), sources)), kept

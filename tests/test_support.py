@@ -249,3 +249,64 @@ def test_a_percentage_comes_only_from_a_share_a_change_or_a_rate():
     (plain_figure,) = figures("36.5")
     assert Derivations(pool).find(change) is not None
     assert Derivations(pool).find(plain_figure) is None
+
+
+# --- chance is no arithmetic; markup and questions are no statements ---------------
+
+
+def test_a_character_reference_is_no_figure_and_ends_no_sentence():
+    # a weak model copies "&#39;" from escaped findings: not the figure 39, and no "sentence" ends at its ";"
+    report = "Harrowgate Ferries&#39; crossing carried 182,400 passengers in 2022."
+    assert [s.bare for s in statements_of(report, QUESTION)] == [
+        "Harrowgate Ferries' crossing carried 182,400 passengers in 2022."
+    ]
+    assert support(report) == [("stated", False)]
+
+
+def test_a_question_is_no_statement_and_the_questions_own_figures_make_none():
+    question = "What was the average monthly number of passengers on the Brackwater - Hallow Point route in 2023?"
+    report = (
+        "The research question: what was the number of passengers on the Brackwater-Hallow Point route in 2023?\n"
+        "The answer for 2023 is given below.\n"
+        "Based on the steps, the average number of passengers is approximately 18.45."
+    )
+    assert [s.bare for s in statements_of(report, question)] == [
+        "Based on the steps, the average number of passengers is approximately 18.45."
+    ]
+
+
+def test_an_abbreviation_ends_no_sentence():
+    said = statements_of("The crossing took 40 minutes vs. 55 minutes by road. Wren received 4,312 votes.", QUESTION)
+    assert [s.bare for s in said] == [
+        "The crossing took 40 minutes vs. 55 minutes by road.",
+        "Wren received 4,312 votes.",
+    ]
+
+
+def test_a_year_meets_only_another_year_in_a_difference():
+    (ratio,) = figures("2.47")
+    (span,) = figures("52")
+    pool = [(5000.0, False), (2023.0, False), (1971.0, False)]
+    assert Derivations(pool).find(ratio, anchors={5000.0}) is not None  # 5,000 / 2,023: chance
+    assert Derivations(pool, years={2023.0, 1971.0}).find(ratio, anchors={5000.0}) is None
+    assert Derivations(pool, years={2023.0, 1971.0}).find(span, anchors={2023.0}).how == "2,023 − 1,971 = 52"
+
+
+def test_arithmetic_with_a_change_of_scale_needs_three_digits():
+    (two_digits,) = figures("2.5")
+    (four_digits,) = figures("122,600")  # £ per employee from £26.0 million and 212 employees
+    assert Derivations([(5000.0, False), (2.0, False)]).find(two_digits, anchors={5000.0}) is None  # 5,000 / 2, × 0.001
+    per_employee = Derivations([(26.0, False), (212.0, False)]).find(four_digits, True, {26.0})  # "about"
+    assert per_employee.how == "26 / 212 = 0.1226 (× 1,000,000)"
+
+
+def test_a_weak_models_invented_figures_are_not_cleared_by_chance_arithmetic():
+    # SmolLM2's ferry-average report (tests/fixtures/weak): 2.5 was "derived" as 5,000 / 2,023, then as 5,000 / 2 × 0.001
+    report = "Under 5,000 people live there. The route from January to June 2023: 8-hour journey (2.5 hours vs. 1.9)."
+    assert support(report)[-1] == ("unsupported", True)
+
+
+def test_a_percentage_of_a_difference_names_only_stated_figures_as_its_basis():
+    s = one("The adult fare rose by £2.50 (+39 %) from 2017 to 2023.")
+    assert s.arithmetic == "8.9 − 6.4 = 2.5; 2.5 / 6.4 = 39.06 %"  # not (171 / 2,017)^(1/5) − 1, as before
+    assert [b.figure for b in s.basis] == ["8.9", "6.4"]
