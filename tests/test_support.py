@@ -5,11 +5,15 @@ uses), absent, unsupported; and what is no figure and no statement."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from activities.figures import Derivations, figures, plain
 from activities.statement_text import statements_of
 from activities.support import same_language, support_of
+from workflows.statements import invented_too_much, mostly_unsupported
 
 QUESTION = "Who is the mayor of Brackwater, and how many votes did the mayor receive when elected?"
 MATERIAL = f"""[user]
@@ -310,3 +314,16 @@ def test_a_percentage_of_a_difference_names_only_stated_figures_as_its_basis():
     s = one("The adult fare rose by £2.50 (+39 %) from 2017 to 2023.")
     assert s.arithmetic == "8.9 − 6.4 = 2.5; 2.5 / 6.4 = 39.06 %"  # not (171 / 2,017)^(1/5) − 1, as before
     assert [b.figure for b in s.basis] == ["8.9", "6.4"]
+
+
+def test_smollm2s_live_answer_of_a_restated_question_and_an_invented_average_is_asked_again():
+    """The eval's ferry-average run (tests/fixtures/weak/smollm2-live): the question restated (and cut at its
+    "&#39;") made two "stated" statements of three, so the invented average shipped."""
+    live = Path(__file__).parent / "fixtures/weak/smollm2-live"
+    (message,) = json.loads((live / "ferry-average-reporter.json").read_text(encoding="utf-8"))["messages"]
+    question = message["content"].split("\n")[1]
+    counts, statements = support_of(
+        (live / "ferry-average-report.md").read_text(), f"[user]\n{message['content']}", question
+    )
+    assert [(s.support, s.invented) for s in statements] == [("unsupported", True)]
+    assert "18.45" in statements[0].text and invented_too_much(counts) and mostly_unsupported(counts)
