@@ -179,8 +179,8 @@ def capitalises_nouns(text: str) -> bool:
 def statements_of(report: str, question: str, writing: str | None = None) -> list[Sentence]:
     """The report's statements (distinct, at most ``MAX_STATEMENTS``): its
     sentences and table rows with a figure or a name beyond the question's,
-    or saying that something is not given. Not questions, headings, rules, code, lists
-    of links, footnotes or a sources section. In a language that
+    or saying that something is not given. Not questions, headings, rules,
+    code, lists of links, footnotes or a sources section. In a language that
     capitalises its nouns, only figures tell. ``writing``: how its numbers
     are written when the report does not tell (``figures.convention``)."""
     given_names = set(names(question)) | set(NAME.findall(question.lower()))
