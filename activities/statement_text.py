@@ -24,7 +24,6 @@ _MARKS = re.compile(r"^(?:>[ \t]?){0,5}(?:[-*+][ \t]+|\d{1,3}[.)][ \t]+)?")  # q
 _ORDINAL_END = re.compile(r"(?<![\d.,])\d{1,2}\.$")  # "am 6. Mai": no sentence ends there
 _REFERENCE_END = re.compile(r"&#?[A-Za-z0-9]{1,8};[*_\"”’)\]]{0,3}$")  # "Ferries&#39; route": no sentence ends there
 _ABBREVIATION_END = re.compile(r"(?i)(?<![^\W\d_])(?:vs|e\.g|i\.e|cf|approx|ca|incl|resp|esp)\.$")  # "2.5 vs. 1.9"
-_ASKED = ("?", "？", "?*", "?**", "?”", '?"')  # a question states nothing
 NAME = re.compile(r"[^\W\d_][\w'’-]*")
 LINKED = re.compile(r"\[[^\[\]\n]{0,400}\]\(((?:https?|file)://[^()\s]{1,2000})\)")
 _SOURCES = (
@@ -179,8 +178,9 @@ def capitalises_nouns(text: str) -> bool:
 def statements_of(report: str, question: str, writing: str | None = None) -> list[Sentence]:
     """The report's statements (distinct, at most ``MAX_STATEMENTS``): its
     sentences and table rows with a figure or a name beyond the question's,
-    or saying that something is not given. Not questions, headings, rules,
-    code, lists of links, footnotes or a sources section. In a language that
+    or saying that something is not given (so not the question restated).
+    Not headings, rules, code, lists of links, footnotes or a sources
+    section. In a language that
     capitalises its nouns, only figures tell. ``writing``: how its numbers
     are written when the report does not tell (``figures.convention``)."""
     given_names = set(names(question)) | set(NAME.findall(question.lower()))
@@ -191,19 +191,23 @@ def statements_of(report: str, question: str, writing: str | None = None) -> lis
     for text, row, context in _units(report[:MAX_REPORT]):
         text = text[:MAX_SENTENCE]
         bare = plain(text)
-        if not row and bare.rstrip().endswith(_ASKED):
-            continue  # a question (the research question restated) claims nothing
         found_figures = [f for f in figures(bare, writing) if not f.small][:MAX_FIGURES]
         if len(reading.terms(bare)) < 3 and not found_figures:
             continue
         sentence = Sentence(text, bare, found_figures, [], row, plain(context[-MAX_CONTEXT:]), writing)
-        sentence.names = [n for n in names(bare) if n not in given_names] if by_name else []
+        # "Brackwater-Hallow Point" restates the question's "Brackwater - Hallow Point"
+        sentence.names = [n for n in names(bare) if not _given(n, given_names)] if by_name else []
         beyond = [f for f in found_figures if not any(f.matches(v) for v in given_figures)]
         if beyond or sentence.names or lacks(bare):
             found.setdefault(" ".join(bare.split()), sentence)
             if len(found) >= MAX_STATEMENTS:
                 break
     return list(found.values())
+
+
+def _given(name: str, given: set[str]) -> bool:
+    """Whether the question gives ``name``, whole or in its hyphenated parts."""
+    return name in given or all(part in given for part in re.split(r"[-'’]", name) if part)
 
 
 def _units(report: str) -> list[tuple[str, bool, str]]:

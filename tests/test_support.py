@@ -267,7 +267,7 @@ def test_a_character_reference_is_no_figure_and_ends_no_sentence():
     assert support(report) == [("stated", False)]
 
 
-def test_a_question_is_no_statement_and_the_questions_own_figures_make_none():
+def test_the_question_restated_is_no_statement_nor_are_the_questions_own_figures():
     question = "What was the average monthly number of passengers on the Brackwater - Hallow Point route in 2023?"
     report = (
         "The research question: what was the number of passengers on the Brackwater-Hallow Point route in 2023?\n"
@@ -327,3 +327,9 @@ def test_smollm2s_live_answer_of_a_restated_question_and_an_invented_average_is_
     )
     assert [(s.support, s.invented) for s in statements] == [("unsupported", True)]
     assert "18.45" in statements[0].text and invented_too_much(counts) and mostly_unsupported(counts)
+
+
+def test_a_question_that_carries_a_name_the_material_lacks_is_judged():
+    # SmolLM2 on tern4-maker-town: "What is the location of Kelderby, a historical maritime town in Scotland?"
+    report = "What is the location of Brackwater, a historical maritime town in Scotland?"
+    assert support(report) == [("unsupported", True)]
