@@ -56,7 +56,8 @@ def derive(
     own: list[tuple[float, bool]] = []
     origin: dict[float, object] = {}
     near = [g for g in figures(context, writing) if not g.small][:MAX_POOL]  # what it speaks of
-    counts = [g for g in figures(bare, writing) if g.small]  # its own small figures ("±2 mm"), when stated
+    mine = figures(bare, writing)
+    counts = [g for g in mine if g.small]  # its own small figures ("±2 mm"), when stated
     for f, holders in [*held, *((g, matched) for g in near + counts)]:
         found = _matched_value(f, holders, hedge)
         if found is not None:  # as the material writes it; a percentage when either says so
@@ -66,7 +67,7 @@ def derive(
     # what the report stated or derived before it (it may compute from its own earlier figures)
     pool = own + given + list(trusted) + _passage_pool(matched, set(reading.terms(f"{bare} {context}")), origin)
     runs = [p.runs() for p in matched[:3]]
-    years = _years([*near, *figures(bare, writing), *question], matched)
+    years = _years([*near, *mine, *question], matched)
     percent = any(f.percent for f in lacking)
     basis: list[Basis] = []
     based: set[float] = set()  # figures in the basis, or derived

@@ -180,8 +180,7 @@ def statements_of(report: str, question: str, writing: str | None = None) -> lis
     sentences and table rows with a figure or a name beyond the question's,
     or saying that something is not given (so not the question restated).
     Not headings, rules, code, lists of links, footnotes or a sources
-    section. In a language that
-    capitalises its nouns, only figures tell. ``writing``: how its numbers
+    section. In a language that capitalises its nouns, only figures tell. ``writing``: how its numbers
     are written when the report does not tell (``figures.convention``)."""
     given_names = set(names(question)) | set(NAME.findall(question.lower()))
     given_figures = [v for g in figures(plain(question), None) for v in g.values]
@@ -195,8 +194,7 @@ def statements_of(report: str, question: str, writing: str | None = None) -> lis
         if len(reading.terms(bare)) < 3 and not found_figures:
             continue
         sentence = Sentence(text, bare, found_figures, [], row, plain(context[-MAX_CONTEXT:]), writing)
-        # "Brackwater-Hallow Point" restates the question's "Brackwater - Hallow Point"
-        sentence.names = [n for n in names(bare) if not _given(n, given_names)] if by_name else []
+        sentence.names = [n for n in names(bare) if not named_in(n, given_names)] if by_name else []
         beyond = [f for f in found_figures if not any(f.matches(v) for v in given_figures)]
         if beyond or sentence.names or lacks(bare):
             found.setdefault(" ".join(bare.split()), sentence)
@@ -205,9 +203,10 @@ def statements_of(report: str, question: str, writing: str | None = None) -> lis
     return list(found.values())
 
 
-def _given(name: str, given: set[str]) -> bool:
-    """Whether the question gives ``name``, whole or in its hyphenated parts."""
-    return name in given or all(part in given for part in re.split(r"[-'’]", name) if part)
+def named_in(name: str, words: set[str]) -> bool:
+    """Whether ``words`` (lower-cased) hold ``name``, whole or in its
+    hyphenated parts ("brackwater-hallow" in "Brackwater - Hallow Point")."""
+    return name in words or all(part in words for part in re.split(r"[-'’]", name) if part)
 
 
 def _units(report: str) -> list[tuple[str, bool, str]]:

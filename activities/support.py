@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from activities import reading
 from activities.derivation import derive, sequences, shown
 from activities.figures import Figure, constants, convention, figures, hedged, plain
-from activities.statement_text import LINKED, NAME, Sentence, lacks, sentences, statements_of
+from activities.statement_text import LINKED, NAME, Sentence, lacks, named_in, sentences, statements_of
 from workflows.support_models import Statement, SupportCounts
 
 MAX_SHOWN = 600_000  # characters of what it was shown looked at
@@ -233,7 +233,7 @@ class Material:
         return out
 
     def known(self, name: str) -> bool:
-        return name in self.words or all(p in self.words for p in re.split(r"[-'’]", name) if p)
+        return named_in(name, self.words)
 
 
 def _overlaps(sentence: Sentence, matched: list[Passage], cross: bool) -> dict[int, float]:
