@@ -16,7 +16,14 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import FixedSizeSlotSupplier, Interceptor, PollerBehaviorSimpleMaximum, Worker, WorkerTuner
+from temporalio.worker import (
+    FixedSizeSlotSupplier,
+    Interceptor,
+    PollerBehaviorSimpleMaximum,
+    Worker,
+    WorkerTuner,
+    _workflow_instance,  # one_batch: the SDK has no public switch yet
+)
 
 from activities.crawl import CrawlActivities
 from activities.deck import DeckActivities
@@ -228,8 +235,31 @@ def build_worker(
         graceful_shutdown_timeout=grace,
         interceptors=interceptors,
     )
+    one_batch(worker)
     models = model_worker(client, settings, task_queue, model, max_concurrent_activities, grace, interceptors)
     return Workers(worker, models, learnt=learnt), Held(sandbox, model.client, speech.client)
+
+
+def one_batch(worker: Worker) -> None:
+    """Each workflow activation's jobs applied together before any workflow
+    code runs (the SDK's PROCESS_WORKFLOW_ACTIVATION_JOBS_AS_SINGLE_BATCH,
+    off by default in temporalio 1.35). Without it an update runs before the
+    activity results of its activation, and a worker replaying a run without
+    its cache may get an update in an earlier activation than the one its
+    history gives it: a review that came as a step's reading finished made
+    the worker take the step's passages for unread while a replay found
+    them read, and the run stopped on a nondeterminism error
+    (docs/changing-workflows.md). The choice is recorded in each run's
+    history, so runs recorded before replay as they were."""
+    flags = getattr(_workflow_instance, "_WorkflowLogicFlag", None)
+    flag = getattr(flags, "PROCESS_WORKFLOW_ACTIVATION_JOBS_AS_SINGLE_BATCH", None)
+    enable = getattr(worker, "_set_default_workflow_logic_flag", None)
+    if flag is None or enable is None:
+        raise RuntimeError(
+            "this temporalio has no single-batch activations (PROCESS_WORKFLOW_ACTIVATION_JOBS_AS_SINGLE_BATCH): "
+            "install the version pyproject.toml names"
+        )
+    enable(flag, enabled=True)
 
 
 def worker_options(env: Mapping[str, str] | None = None) -> dict[str, Any]:
