@@ -381,14 +381,16 @@ class ModelActivities:
         material = shown_text(_material(sent))
         try:
             counts, statements = await off_loop(support_of, content, material, question, seconds=SUPPORT_SECONDS)
+            judged = True
         except ApplicationError:
-            counts, statements = None, []
+            counts, statements, judged = None, [], False
         held = counts.supported_share() if counts else None
         return {
             "shown": await self.blobs.put(shown_text(sent)),
             "held": held,
             "support": counts,
             "statements": statements,
+            "judged": judged,
         }
 
 

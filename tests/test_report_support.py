@@ -144,3 +144,40 @@ async def test_a_second_report_still_partly_invented_ships_with_its_unsupported_
     assert "in 1872. *(not found in the sources)*" in report and "4417 ships in 1911.\n" in report
     assert "Not found in the sources:\n- “The Lantern Rock lighthouse was painted red" in report
     assert result.warnings and "marked in the report" in result.warnings[0]
+
+
+BRISK = "## Findings\n- The keeper, Ada Brisk, logged 4417 ships in 1911, said the Kelder Quay Registry."
+NOTHING = "# Kelder Quay Registry notes\n\nThe number of ships changed a great deal, largely because of the weather.\n"
+
+
+async def test_a_report_that_states_nothing_is_asked_for_again_and_twice_is_the_reporters_failure(
+    temporal_client, task_queue, worker, llm, script
+):
+    """SmolLM2's kind of report that names a source in its heading but states
+    no figure, name or lack of the findings (it passes as grounded): asked
+    for once more; the same again, and the findings are the report."""
+    script.researcher = lambda request: BRISK
+    script.reporter = lambda request: NOTHING
+    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
+    result = await handle.result()
+    await keep_history(handle, "report_stated_nothing")
+    asked = llm.calls("reporter")
+    assert len(asked) == 2 and "states none of the research's facts" in last_user(asked[1])
+    assert "the reporter failed" in result.final_report[:800] and "Ada Brisk" in result.final_report
+    assert "largely because of the weather" not in result.final_report
+    assert result.warnings and "the reporter failed" in result.warnings[0]
+
+
+async def test_a_report_that_states_nothing_then_the_findings_ships_the_second(
+    temporal_client, task_queue, worker, llm, script
+):
+    script.researcher = lambda request: BRISK
+    script.reporter = lambda request: (
+        NOTHING
+        if len(llm.calls("reporter")) == 1
+        else "Ada Brisk logged 4417 ships in 1911, says the Kelder Quay Registry."
+    )
+    result = await (await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)).result()
+    assert len(llm.calls("reporter")) == 2 and not result.warnings
+    assert result.final_report.startswith("Ada Brisk logged 4417 ships in 1911")
+    assert [s.support for s in result.statements] == ["stated"]

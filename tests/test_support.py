@@ -13,7 +13,8 @@ import pytest
 from activities.figures import Derivations, figures, plain
 from activities.statement_text import statements_of
 from activities.support import same_language, support_of
-from workflows.statements import invented_too_much, mostly_unsupported
+from workflows.models import ModelReply
+from workflows.statements import invented_too_much, mostly_unsupported, states_nothing
 
 QUESTION = "Who is the mayor of Brackwater, and how many votes did the mayor receive when elected?"
 MATERIAL = f"""[user]
@@ -333,3 +334,44 @@ def test_a_question_that_carries_a_name_the_material_lacks_is_judged():
     # SmolLM2 on tern4-maker-town: "What is the location of Kelderby, a historical maritime town in Scotland?"
     report = "What is the location of Brackwater, a historical maritime town in Scotland?"
     assert support(report) == [("unsupported", True)]
+
+
+FINDINGS = ["- The keeper, Ada Brisk, logged 4417 ships in 1911, said the Kelder Quay Registry."]
+QUESTION_ASKED = "How many ships did the Lantern Rock lighthouse keeper log in 1911?"
+
+
+def judged(report: str, material: str = FINDINGS[0]) -> ModelReply:
+    counts, statements = support_of(report, material, QUESTION_ASKED)
+    return ModelReply(content=report, history="h", support=counts, statements=statements, judged=True)
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        "# Kelder Quay Registry notes\n\nThe number of ships changed a great deal, largely because of the weather.",
+        "## Introduction\n\n## Findings\n\n## Conclusion\n\nThis report sets out what the research found.",
+        "How many ships did the Lantern Rock lighthouse keeper log in 1911?",
+    ],
+    ids=["weather", "outline", "question"],
+)
+def test_a_report_that_states_nothing_over_findings_with_facts_is_caught(report: str):
+    assert states_nothing(judged(report), FINDINGS, QUESTION_ASKED)
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        "Ada Brisk logged 4,417 ships in 1911 [1].",
+        "The records do not give the number of ships for 1912.",
+        "About 12.1 ships a day, from the 4417 the keeper logged over 365 days.",
+    ],
+    ids=["stated", "absent", "derived"],
+)
+def test_a_report_that_states_something_is_not_caught(report: str):
+    assert not states_nothing(judged(report), FINDINGS, QUESTION_ASKED)
+
+
+def test_a_reply_not_judged_or_findings_too_thin_to_tell_are_not_caught():
+    weather = "The number of ships changed a great deal, largely because of the weather."
+    assert not states_nothing(judged(weather).model_copy(update={"judged": False}), FINDINGS, QUESTION_ASKED)
+    assert not states_nothing(judged(weather), ["- Ships were logged."], QUESTION_ASKED)

@@ -45,11 +45,15 @@ def _starts_sentence(text: str, at: int) -> bool:
     return marks.endswith("\n") or (not marks and at <= 12)
 
 
+def findings_items(findings: list[str], question: str) -> set[str]:
+    """The figures and names the findings state that the question does not give."""
+    return set().union(*(items(text) for text in findings)) - items(question) if findings else set()
+
+
 def grounded(report: str, findings: list[str], question: str) -> bool:
     """False when the findings state at least ``MIN_ITEMS`` figures and names
     the question does not give, and the report holds none of them."""
-    given = items(question)
-    stated = set().union(*(items(text) for text in findings)) - given if findings else set()
+    stated = findings_items(findings, question)
     if len(stated) < MIN_ITEMS:
         return True  # too little to judge by
     return bool(stated & items(report))

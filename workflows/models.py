@@ -479,3 +479,6 @@ class ModelReply(Model):
     # reply states too little to tell (or was recorded before).
     support: SupportCounts | None = None
     statements: list[Statement] = Field(default_factory=list)
+    # Whether ``support`` was measured (False: not kept, too long to judge in
+    # time, or recorded before): with ``support`` None, the reply states nothing.
+    judged: bool = False

@@ -17,7 +17,14 @@ never a reason. So:
   never ships as research;
 - a report that uses none of the findings' figures and names is asked for
   again as before (``reply_checks.grounded_report``), unless it says what the
-  material lacks: an honest "the sources do not give this" is an answer.
+  material lacks: an honest "the sources do not give this" is an answer;
+- a report that states nothing (no sentence with a figure or a name beyond
+  the question's, none saying what the material lacks: SmolLM2's "changes
+  largely due to weather conditions", an outline of headings, the question
+  restated) over findings that hold facts is asked for once more
+  (``states_nothing``); a second that states nothing either is the
+  reporter's failure, as fiction is. A strong model's report always states
+  something: none of the 33 strong fixtures is asked again.
 
 Every report that was judged ends with a short note on how its statements
 are supported (``support_note``). Pure functions beside the two calls.
@@ -31,9 +38,11 @@ from workflows.box import Box
 from workflows.reply_checks import ReporterUnsupported, ask_again, grounded_report, is_echo
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
+    from workflows.grounding import MIN_ITEMS, findings_items
     from workflows.models import ModelReply, ModelRequest
     from workflows.support_models import Statement, SupportCounts
 
+NOTHING_PATCH = "re-ask-reports-stating-nothing"  # recorded runs shipped a report that stated nothing
 PATCH = "trace-statements"  # recorded runs judged reports by the share of statements held (re-ask-unsupported-reports)
 INVENTED_LIMIT = 0.25  # a report with at least this share of its statements invented is asked for again
 MIN_INVENTED = 2  # and at least this many
@@ -46,6 +55,23 @@ ASK_AGAIN = (
     "and evidence: keep what they state, compute from their figures where useful (show the arithmetic), say "
     "plainly what they do not give, and cite their pages. Add nothing they do not say."
 )
+
+STATE_IT = (
+    "Your report above states none of the research's facts: no figure, date or name from the findings, and "
+    "nothing about what they do not give. Write the report again from the findings and evidence: state what they "
+    "found with its figures, names and dates, compute from them where the question asks, say plainly what they "
+    "do not give, and cite their pages."
+)
+
+
+def states_nothing(reply: ModelReply, findings: list[str], question: str) -> bool:
+    """Whether a judged reply states nothing at all (``support`` None: no
+    statement, not even one saying what the material lacks) while the
+    findings hold facts (``MIN_ITEMS`` figures and names the question does
+    not give): a text that reports none of the research."""
+    if not reply.judged or reply.support is not None or not reply.content.strip():
+        return False
+    return len(findings_items(findings, question)) >= MIN_ITEMS
 
 
 def invented_too_much(counts: SupportCounts | None) -> bool:
@@ -111,14 +137,20 @@ def _listed(reply: ModelReply) -> str:
 
 async def traced_report(box: Box, request: ModelRequest, reply: ModelReply, findings: list[str]) -> ModelReply:
     """The reporter's reply to ship. Asked for again once, at most: for
-    using none of the findings (not an answer that says what they lack), or
-    for invention; the better of the two ships (its unsupported statements
+    using none of the findings (not an answer that says what they lack), for
+    stating nothing, or for invention; the better of the two ships (its unsupported statements
     marked, see ``write_report``) unless most of it is found in no source:
     ``ReporterUngrounded`` / ``ReporterUnsupported`` then (the run reports
     its findings)."""
     first = reply
     if not (reply.support and reply.support.absent):
         reply = await grounded_report(box, request, reply, findings)  # may ask again, for the findings
+    question = f"{box.request.question}\n{box.state.topic}"
+    if reply is first and states_nothing(first, findings, question) and workflow.patched(NOTHING_PATCH):
+        box.emit("notice", "the report states none of the research's facts: asking the reporter again")
+        reply = await ask_again(box, request, STATE_IT, "reporter · asked again (nothing stated)")
+        if is_echo(reply):
+            raise ReporterUnsupported()
     if reply is first:
         if not invented_too_much(first.support):
             return first
