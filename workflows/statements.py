@@ -23,8 +23,8 @@ never a reason. So:
   largely due to weather conditions", an outline of headings, the question
   restated) over findings that hold facts is asked for once more
   (``states_nothing``); a second that states nothing either is the
-  reporter's failure, as fiction is. A strong model's report always states
-  something: none of the 33 strong fixtures is asked again.
+  reporter's failure, as fiction is. None of the 33 strong fixtures
+  states nothing.
 
 Every report that was judged ends with a short note on how its statements
 are supported (``support_note``). Pure functions beside the two calls.
@@ -138,10 +138,10 @@ def _listed(reply: ModelReply) -> str:
 async def traced_report(box: Box, request: ModelRequest, reply: ModelReply, findings: list[str]) -> ModelReply:
     """The reporter's reply to ship. Asked for again once, at most: for
     using none of the findings (not an answer that says what they lack), for
-    stating nothing, or for invention; the better of the two ships (its unsupported statements
-    marked, see ``write_report``) unless most of it is found in no source:
-    ``ReporterUngrounded`` / ``ReporterUnsupported`` then (the run reports
-    its findings)."""
+    stating nothing, or for invention; the better of the two ships (its
+    unsupported statements marked, see ``write_report``) unless most of it
+    is found in no source: ``ReporterUngrounded`` / ``ReporterUnsupported``
+    then (the run reports its findings)."""
     first = reply
     if not (reply.support and reply.support.absent):
         reply = await grounded_report(box, request, reply, findings)  # may ask again, for the findings
