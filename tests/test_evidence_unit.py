@@ -188,6 +188,12 @@ def test_a_report_that_uses_none_of_the_findings_is_not_grounded():
     assert grounded(generic, ["- Nothing much."], question)  # too little to judge by
     # The question's own names do not count: repeating them is not using the findings.
     assert not grounded("Carrick Bank Wind Farm is a wind farm.", findings + ["- Saltcombe Quay, Dunmore"], question)
+    # A character reference is the character it stands for, no figure: SmolLM2's "Harrowgate Ferries&#39;
+    # route" over findings written the same way used none of them (live, ferry-average).
+    escaped = ["- Harrowgate Ferries&#39; Brackwater route carried 11,250 a month, said Ada Brisk of Kelder Quay."]
+    asked = "How many passengers did Harrowgate Ferries' Brackwater route carry?"
+    assert not grounded("Harrowgate Ferries&#39; Brackwater route is popular.", escaped, asked)
+    assert grounded("Harrowgate Ferries&#39; route carried 11,250 a month.", escaped, asked)
 
 
 def test_findings_that_cite_every_line_still_state_something():

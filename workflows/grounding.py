@@ -12,6 +12,7 @@ Every pattern here is linear; texts are bounded before they are read.
 
 from __future__ import annotations
 
+import html
 import re
 
 MAX_TEXT = 200_000  # characters of a report or of findings looked at
@@ -22,11 +23,14 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
 
 
-def items(text: str) -> set[str]:
+def items(text: str, references: bool = True) -> set[str]:
     """The figures (two digits or more) and names of ``text``: numbers without
     their separators, and capitalised words that do not start a sentence or
-    a line, lower-cased; links' addresses left out, their words kept."""
-    text = _URL.sub(" ", _LINK.sub(r"\1", text[:MAX_TEXT]))
+    a line, lower-cased; links' addresses left out, their words kept;
+    character references read as the characters they stand for (unless
+    ``references`` is False: runs recorded before read them as written)."""
+    text = text[:MAX_TEXT]
+    text = _URL.sub(" ", _LINK.sub(r"\1", html.unescape(text) if references else text))  # "&#39;" is no figure 39
     found = {n.replace(",", "") for n in _NUMBER.findall(text) if len(n.replace(",", "").replace(".", "")) >= 2}
     for match in _WORD.finditer(text):
         word = match.group()
@@ -45,15 +49,17 @@ def _starts_sentence(text: str, at: int) -> bool:
     return marks.endswith("\n") or (not marks and at <= 12)
 
 
-def findings_items(findings: list[str], question: str) -> set[str]:
+def findings_items(findings: list[str], question: str, references: bool = True) -> set[str]:
     """The figures and names the findings state that the question does not give."""
-    return set().union(*(items(text) for text in findings)) - items(question) if findings else set()
+    if not findings:
+        return set()
+    return set().union(*(items(text, references) for text in findings)) - items(question, references)
 
 
-def grounded(report: str, findings: list[str], question: str) -> bool:
+def grounded(report: str, findings: list[str], question: str, references: bool = True) -> bool:
     """False when the findings state at least ``MIN_ITEMS`` figures and names
     the question does not give, and the report holds none of them."""
-    stated = findings_items(findings, question)
+    stated = findings_items(findings, question, references)
     if len(stated) < MIN_ITEMS:
         return True  # too little to judge by
-    return bool(stated & items(report))
+    return bool(stated & items(report, references))

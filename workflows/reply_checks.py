@@ -64,6 +64,7 @@ class ReporterUngrounded(ApplicationError):
 
 
 GROUNDING_PATCH = "re-ask-ungrounded-reports"
+REFERENCES_PATCH = "grounding-reads-references"  # recorded runs took "&#39;" for a figure 39
 UNGROUNDED = (
     "Your report above uses none of the facts in the findings and evidence it was given. Write the report "
     "again from them: keep their figures, names and dates, and cite their pages."
@@ -75,7 +76,8 @@ async def grounded_report(box: Box, request: ModelRequest, reply: ModelReply, fi
     findings' figures and names (``workflows/grounding.py``);
     ``ReporterUngrounded`` when the second does not either."""
     question = f"{box.request.question}\n{box.state.topic}"
-    if grounded(reply.content, findings, question) or not workflow.patched(GROUNDING_PATCH):
+    references = workflow.patched(REFERENCES_PATCH)  # "&#39;" read as "'", not as a figure 39
+    if grounded(reply.content, findings, question, references) or not workflow.patched(GROUNDING_PATCH):
         return reply
     box.emit("notice", "the report uses none of the findings: asking the reporter to write it from them")
     again = await ask_again(box, request, UNGROUNDED, "reporter · asked again from the findings")
