@@ -81,7 +81,7 @@ async def grounded_report(box: Box, request: ModelRequest, reply: ModelReply, fi
         return reply
     box.emit("notice", "the report uses none of the findings: asking the reporter to write it from them")
     again = await ask_again(box, request, UNGROUNDED, "reporter · asked again from the findings")
-    if is_echo(again) or not grounded(again.content, findings, question):
+    if is_echo(again) or not grounded(again.content, findings, question, references):
         raise ReporterUngrounded()
     return again
 
