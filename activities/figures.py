@@ -36,6 +36,9 @@ MAX_RUN = 24  # figures of one passage or table column whose runs are summed and
 MAX_YEARS = 6  # spans of years between the pool's years tried as a compound rate's periods (else 2 to 5)
 _MARKERS = re.compile(r"\[\^?\d{1,3}(?:\s{0,3}[,–-]\s{0,3}\^?\d{1,3}){0,20}\]|【\d{1,3}】|[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
 _LINK = re.compile(r"\[([^\[\]\n]{0,400})\]\([^()\s]{0,2000}\)")
+# A list's number run into the text (a PDF's "… in 2028. 3. Repeat the survey"): after a sentence's end,
+# before a capital; a sentence of one number is no figure. A line's own list mark: activities/support.py.
+_RUN_IN_ITEM = re.compile(r"(?<=[.!?:;] )\d{1,2}[.)] (?=[A-Z])")
 _URL = re.compile(r"(?:https?|file)://[^\s<>\"'”’»）)\]]{1,2000}")
 # A number not glued to a Latin, Greek or Cyrillic letter before it (``Tern-4``,
 # ``CO2``, ``Q3`` are names; CJK text has no spaces), then a per cent sign or
@@ -153,9 +156,9 @@ class Figure(NamedTuple):
 
 def plain(text: str) -> str:
     """``text`` without what is not a figure of it: links' addresses (their
-    text kept), bare URLs and footnote markers; character references read
-    (``&#39;`` is a quote, not 39)."""
-    return _MARKERS.sub(" ", _URL.sub(" ", _LINK.sub(r"\1", html.unescape(text))))
+    text kept), bare URLs, footnote markers and list numbers run into the
+    text; character references read (``&#39;`` is a quote, not 39)."""
+    return _RUN_IN_ITEM.sub(" ", _MARKERS.sub(" ", _URL.sub(" ", _LINK.sub(r"\1", html.unescape(text)))))
 
 
 def hedged(text: str) -> bool:

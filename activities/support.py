@@ -51,6 +51,7 @@ TRUSTED = 12  # of the report's own figures stated or derived before a statement
 NEAR_WORDS = 0.6  # of its words, in its matched passages together
 STEM = 6
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
+_ITEM = re.compile(r"[ \t]{0,8}(?:[-*+]|(\d{1,3}[.)]))[ \t]")  # a list item's mark: its number is no figure
 
 
 COMMON_WORDS = 50  # the commonest words of what a report was shown: its language's function words
@@ -155,12 +156,15 @@ def _url_of(text: str) -> str:
 
 def passages_of(shown: str) -> list[Passage]:
     """What the writer was shown, as passages with their pages: paragraphs,
-    a list cut into its items (a findings line names its page)."""
+    a list cut into its items (a findings line names its page); a numbered
+    list's items without their numbers."""
     out: list[Passage] = []
     for paragraph in _PARAGRAPH.split(shown[:MAX_SHOWN]):
         lines = [line for line in paragraph.strip().split("\n") if line.strip()]
         if not lines:
             continue
+        if sum(1 for line in lines if (item := _ITEM.match(line)) and item.group(1)) > 1:  # a numbered list
+            lines = [_unnumbered(line) for line in lines]
         listed = sum(1 for line in lines if line.lstrip().startswith(("- ", "* ", "+ "))) > 1
         pieces = lines if listed else ["\n".join(lines)]
         for piece in pieces:
@@ -173,6 +177,13 @@ def passages_of(shown: str) -> list[Passage]:
                 writing = convention(clean)
                 out.append(Passage(text, _url_of(piece), figures(clean, writing), stems(reading.terms(clean)), writing))
     return out
+
+
+def _unnumbered(line: str) -> str:
+    """A list item without its number ("3. Dr Harrowby wrote …": 3 is no
+    figure the item states)."""
+    item = _ITEM.match(line)
+    return line[item.end() :] if item and item.group(1) else line
 
 
 def stems(terms: list[str]) -> set[str]:

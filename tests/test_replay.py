@@ -79,6 +79,7 @@ def test_there_are_histories_to_replay():
             "evidence_asked_again",  # a model that answered before it saw its passages, asked again; the next step read first
             "evidence_gathered_ahead",  # the steps read while the plan waited for review; an edit reread only what it changed
             "report_stated_nothing",  # a report stating nothing, twice: the findings (and the first with one-batch activations)
+            "report_mostly_invented",  # a first report mostly unsupported, one statement invented: asked again, then the findings
         }
         <= {p.stem for p in HISTORIES}
     )

@@ -181,3 +181,41 @@ async def test_a_report_that_states_nothing_then_the_findings_ships_the_second(
     assert len(llm.calls("reporter")) == 2 and not result.warnings
     assert result.final_report.startswith("Ada Brisk logged 4417 ships in 1911")
     assert [s.support for s in result.statements] == ["stated"]
+
+
+MOSTLY = (
+    "Ada Brisk logged 4417 ships in 1911, says the Kelder Quay Registry. In 1911 the quay lost 4417 of its boats "
+    "to a storm. Since 1987, 1% of the ships have sunk each winter.\n"
+)
+
+
+async def test_a_first_report_mostly_unsupported_with_one_invented_statement_is_asked_again(
+    temporal_client, task_queue, worker, llm, script
+):
+    """SmolLM2's kittiwake-decline kind: one statement of three invented (under the invented share), but
+    two of three unsupported, as would fail a report asked for again: asked again, and the same twice
+    is the reporter's failure (before, it shipped with a note)."""
+    script.researcher = lambda request: BRISK
+    script.reporter = lambda request: MOSTLY
+    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
+    result = await handle.result()
+    await keep_history(handle, "report_mostly_invented")
+    asked = llm.calls("reporter")
+    assert len(asked) == 2 and "Since 1987, 1% of the ships" in last_user(asked[1])
+    assert "the reporter failed" in result.final_report[:800] and "Ada Brisk" in result.final_report
+    assert "each winter" not in result.final_report
+    assert result.warnings and "the reporter failed" in result.warnings[0]
+
+
+async def test_a_first_report_mostly_unsupported_then_a_faithful_one_ships_the_second(
+    temporal_client, task_queue, worker, llm, script
+):
+    script.researcher = lambda request: BRISK
+    script.reporter = lambda request: (
+        MOSTLY
+        if len(llm.calls("reporter")) == 1
+        else "Ada Brisk logged 4417 ships in 1911, says the Kelder Quay Registry."
+    )
+    result = await (await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)).result()
+    assert len(llm.calls("reporter")) == 2 and not result.warnings
+    assert result.final_report.startswith("Ada Brisk logged 4417 ships in 1911")

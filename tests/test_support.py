@@ -14,7 +14,8 @@ from activities.figures import Derivations, figures, plain
 from activities.statement_text import statements_of
 from activities.support import same_language, support_of
 from workflows.models import ModelReply
-from workflows.statements import invented_too_much, mostly_unsupported, states_nothing
+from workflows.statements import invented_too_much, mostly_invention, mostly_unsupported, states_nothing
+from workflows.support_models import SupportCounts
 
 QUESTION = "Who is the mayor of Brackwater, and how many votes did the mayor receive when elected?"
 MATERIAL = f"""[user]
@@ -328,6 +329,56 @@ def test_smollm2s_live_answer_of_a_restated_question_and_an_invented_average_is_
     )
     assert [(s.support, s.invented) for s in statements] == [("unsupported", True)]
     assert "18.45" in statements[0].text and invented_too_much(counts) and mostly_unsupported(counts)
+
+
+def test_smollm2s_live_kittiwake_report_is_caught_twice_over():
+    """The eval's kittiwake-decline run at 1eb67b0 (tests/fixtures/weak/smollm2-live): fluent fiction ("1% of
+    kittiwakes had died since 1987") shipped with a note. Its "by 3%" was stated by the "3." of a list run
+    into the survey PDF's text, so one statement invented of three was under the invented share. Now no list
+    number states it, and had one, two statements unsupported of three with one invented is mostly invention."""
+    live = Path(__file__).parent / "fixtures/weak/smollm2-live"
+    (message,) = json.loads((live / "kittiwake-decline-reporter.json").read_text(encoding="utf-8"))["messages"]
+    question = message["content"].split("\n")[1]
+    counts, statements = support_of(
+        (live / "kittiwake-decline-report.md").read_text(), f"[user]\n{message['content']}", question
+    )
+    assert [s.support for s in statements] == ["unsupported"] * 3 and counts.invented == 1
+    assert invented_too_much(counts) and mostly_invention(counts)
+    as_before = SupportCounts(stated=1, unsupported=2, invented=1)  # with the list number read as a figure
+    assert not invented_too_much(as_before) and mostly_invention(as_before)
+
+
+def test_mostly_invention_needs_a_statement_found_nowhere_and_most_unsupported():
+    assert mostly_invention(SupportCounts(stated=1, unsupported=2, invented=1))
+    assert not mostly_invention(SupportCounts(stated=1, unsupported=2))  # figures of the material, out of place
+    assert not mostly_invention(SupportCounts(stated=2, unsupported=2, invented=2))  # half: not most
+    assert not mostly_invention(SupportCounts(stated=1, derived=1, absent=3, unsupported=1, invented=1))
+    assert not mostly_invention(None)
+
+
+SURVEY = """[user]
+# Findings
+1. The survey counted 412 kittiwake nests at Hallow Point.
+2. Shag nests fell to 96.
+3. The seabird group recommends a new survey.
+
+[Survey report](https://example.org/survey.pdf): Count kittiwakes every year at the index colonies. 2. Continue drone
+counts, which found 6% more nests. 3. Repeat the full survey in 2028. The count fell to
+72. In 2018 it was higher.
+"""
+
+
+def test_a_lists_numbers_are_no_figures_of_the_material():
+    """A numbered list's marks, on their lines or run into a PDF's text, stated SmolLM2's "by 3%" (its
+    kittiwake-decline report); a figure that only opens a wrapped line is still a figure."""
+    question = "How many kittiwake nests did the survey count?"
+    _, statements = support_of("The seabird group is increasing its population by 3% a year.", SURVEY, question)
+    assert [(s.support, s.invented) for s in statements] == [("unsupported", True)]
+    _, statements = support_of("Shag nests fell by 2% since the survey.", SURVEY, question)
+    assert [(s.support, s.invented) for s in statements] == [("unsupported", True)]
+    _, statements = support_of("The survey counted 412 kittiwake nests. The count fell to 72.", SURVEY, question)
+    assert [s.support for s in statements] == ["stated", "stated"]
+    assert "The survey counted 412" in statements[0].passage and "1. " not in statements[0].passage
 
 
 def test_a_question_that_carries_a_name_the_material_lacks_is_judged():

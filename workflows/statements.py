@@ -8,7 +8,8 @@ carrying a figure or a name the material lacks. Derived figures, paraphrase,
 never a reason. So:
 
 - a report with fewer than ``INVENTED_LIMIT`` of its judged statements
-  invented ships as written;
+  invented ships as written, unless more than half of them are unsupported
+  with one invented (``mostly_invention``: it would fail if asked again);
 - one with more is asked for once more, told which statements its material
   does not hold; the better of the two ships, its unsupported statements
   marked, unless more than half of that one's statements are found in no
@@ -43,6 +44,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
     from workflows.support_models import Statement, SupportCounts
 
 NOTHING_PATCH = "re-ask-reports-stating-nothing"  # recorded runs shipped a report that stated nothing
+MOSTLY_PATCH = "re-ask-mostly-unsupported-reports"  # recorded runs shipped a first report mostly unsupported
 PATCH = "trace-statements"  # recorded runs judged reports by the share of statements held (re-ask-unsupported-reports)
 INVENTED_LIMIT = 0.25  # a report with at least this share of its statements invented is asked for again
 MIN_INVENTED = 2  # and at least this many
@@ -84,6 +86,15 @@ def invented_too_much(counts: SupportCounts | None) -> bool:
     share = counts.invented / counts.judged
     invented = (counts.invented >= MIN_INVENTED and share >= INVENTED_LIMIT) or (counts.invented and share >= 0.5)
     return bool(invented) or counts.stated + counts.derived == 0
+
+
+def mostly_invention(counts: SupportCounts | None) -> bool:
+    """Whether a first report reads as a weak model's fiction though few of
+    its statements carry a figure or name found nowhere: more than half of
+    them unsupported (``mostly_unsupported``, what fails a report asked for
+    again) and one at least invented. SmolLM2's kittiwake-decline report:
+    one statement stated of three, a "1 %" found nowhere."""
+    return counts is not None and counts.invented > 0 and counts.judged > 0 and mostly_unsupported(counts)
 
 
 def mostly_unsupported(counts: SupportCounts | None) -> bool:
@@ -152,7 +163,9 @@ async def traced_report(box: Box, request: ModelRequest, reply: ModelReply, find
         if is_echo(reply):
             raise ReporterUnsupported()
     if reply is first:
-        if not invented_too_much(first.support):
+        if not invented_too_much(first.support) and not (
+            mostly_invention(first.support) and workflow.patched(MOSTLY_PATCH)
+        ):
             return first
         counts = first.support
         assert counts is not None
