@@ -37,7 +37,6 @@ from infra.settings import Settings
 from workflows.activity_calls import BOUNDED_MODEL_ATTEMPTS
 from workflows.clean import clean_text
 from workflows.echoes import measure
-from workflows.grounding import findings_items
 from workflows.languages import language_name
 from workflows.model_output import read_plan, read_podcast_script, repair_arguments, strip_think, unescape_entities
 from workflows.models import Message, ModelReply, ModelRequest, ToolCall
@@ -392,7 +391,6 @@ class ModelActivities:
             "support": counts,
             "statements": statements,
             "judged": judged,
-            "shown_items": len(await off_loop(findings_items, [material], question)),
         }
 
 
