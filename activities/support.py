@@ -349,6 +349,14 @@ def _unsupported(text: str, lacking: list[Figure], unknown: list[str], material:
     return Statement(text=text, support="unsupported", invented=invented)
 
 
+def _prose(report: str) -> str:
+    """The report's lines but those with a link or an address (its sources'
+    titles are in their language): what tells the language it is written
+    in. The whole of it, not only its statements: three short sentences may
+    hold too few function words to tell."""
+    return "\n".join(line for line in report[:MAX_SHOWN].split("\n") if "](" not in line and "://" not in line)
+
+
 def _year(figure: Figure) -> bool:
     v = figure.values[0]
     return v.is_integer() and 1800 <= v <= 2100
@@ -361,7 +369,7 @@ def support_of(report: str, shown: str, question: str = "") -> tuple[SupportCoun
     if not said:
         return None, []
     material = Material(shown, question)
-    cross = not same_language(" ".join(s.bare for s in said), shown[:MAX_SHOWN])
+    cross = not same_language(_prose(report) or " ".join(s.bare for s in said), shown[:MAX_SHOWN])
     trusted: list[tuple[float, bool]] = []  # the report's figures stated or derived so far, the latest first
     out = []
     for sentence in said:

@@ -348,6 +348,21 @@ def test_smollm2s_live_kittiwake_report_is_caught_twice_over():
     assert not invented_too_much(as_before) and mostly_invention(as_before)
 
 
+def test_smollm2s_live_outline_echo_is_judged_in_english_and_states_nothing_its_sources_say():
+    """The eval's brackwater-mayor run at 1eb67b0 (tests/fixtures/weak/smollm2-live): the reporter prompt's
+    outline paraphrased ("**Key Points** – Each section contains 4 bullet points"). Its three statements
+    alone held too few function words beside the commonest words of a names-heavy page (minutes: "wren",
+    "tobias", "harbourmaster"), so it was judged in another language, where names suffice ("Each", "You")
+    and it shipped as three statements stated. The whole report tells its language."""
+    live = Path(__file__).parent / "fixtures/weak/smollm2-live"
+    (message,) = json.loads((live / "brackwater-mayor-reporter.json").read_text(encoding="utf-8"))["messages"]
+    question = message["content"].split("\n")[1]
+    report = (live / "brackwater-mayor-report.md").read_text()
+    counts, statements = support_of(report, f"[user]\n{message['content']}", question)
+    assert [s.support for s in statements] == ["unsupported"] * 3 and invented_too_much(counts)
+    assert same_language(report, message["content"])
+
+
 def test_mostly_invention_needs_a_statement_found_nowhere_and_most_unsupported():
     assert mostly_invention(SupportCounts(stated=1, unsupported=2, invented=1))
     assert not mostly_invention(SupportCounts(stated=1, unsupported=2))  # figures of the material, out of place
