@@ -37,6 +37,7 @@ from infra.settings import Settings
 from workflows.activity_calls import BOUNDED_MODEL_ATTEMPTS
 from workflows.clean import clean_text
 from workflows.echoes import measure
+from workflows.grounding import findings_items
 from workflows.languages import language_name
 from workflows.model_output import read_plan, read_podcast_script, repair_arguments, strip_think, unescape_entities
 from workflows.models import Message, ModelReply, ModelRequest, ToolCall
@@ -391,6 +392,7 @@ class ModelActivities:
             "support": counts,
             "statements": statements,
             "judged": judged,
+            "shown_items": len(await off_loop(findings_items, [material], question)),
         }
 
 

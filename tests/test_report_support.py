@@ -219,3 +219,19 @@ async def test_a_first_report_mostly_unsupported_then_a_faithful_one_ships_the_s
     result = await (await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)).result()
     assert len(llm.calls("reporter")) == 2 and not result.warnings
     assert result.final_report.startswith("Ada Brisk logged 4417 ships in 1911")
+
+
+async def test_a_report_that_states_nothing_over_passages_standing_for_empty_findings_is_asked_again(
+    temporal_client, task_queue, worker, llm, script, pages
+):
+    """SmolLM2 on oyster-harvest: its findings stated nothing ("You worked on the research step…"), so the
+    step's passages stood for them, and the report that stated nothing either shipped (the findings alone
+    held no fact to miss). What the reporter was shown holds the facts: asked again, then the findings."""
+    script.researcher = lambda request: "You worked on the research step, completed with a paragraph in the end."
+    script.reporter = lambda request: NOTHING
+    result = await (await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)).result()
+    asked = llm.calls("reporter")
+    assert len(asked) == 2 and "states none of the research's facts" in last_user(asked[1])
+    assert "4417" in last_user(asked[0])  # the passages it was shown
+    assert "the reporter failed" in result.final_report[:800] and pages.url("/lighthouse") in result.final_report
+    assert "largely because of the weather" not in result.final_report

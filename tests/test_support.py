@@ -441,3 +441,11 @@ def test_a_reply_not_judged_or_findings_too_thin_to_tell_are_not_caught():
     weather = "The number of ships changed a great deal, largely because of the weather."
     assert not states_nothing(judged(weather).model_copy(update={"judged": False}), FINDINGS, QUESTION_ASKED)
     assert not states_nothing(judged(weather), ["- Ships were logged."], QUESTION_ASKED)
+
+
+def test_findings_that_state_nothing_are_judged_by_the_passages_shown_for_them():
+    weather = "The number of ships changed a great deal, largely because of the weather."
+    empty = ["You worked on the research step, completed with a paragraph in the end."]
+    assert states_nothing(judged(weather).model_copy(update={"shown_items": 6}), empty, QUESTION_ASKED)
+    assert not states_nothing(judged(weather).model_copy(update={"shown_items": 2}), empty, QUESTION_ASKED)
+    assert not states_nothing(judged(weather), empty, QUESTION_ASKED)  # recorded before: the findings alone

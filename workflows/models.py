@@ -482,3 +482,7 @@ class ModelReply(Model):
     # Whether ``support`` was measured (False: not kept, too long to judge in
     # time, or recorded before): with ``support`` None, the reply states nothing.
     judged: bool = False
+    # With ``keep_shown``: how many figures and names what it was shown holds
+    # beyond the question's (the findings, and the passages that stand in for
+    # findings that state nothing; workflows/grounding.py); None: recorded before.
+    shown_items: int | None = None

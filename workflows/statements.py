@@ -69,11 +69,13 @@ STATE_IT = (
 def states_nothing(reply: ModelReply, findings: list[str], question: str) -> bool:
     """Whether a judged reply states nothing at all (``support`` None: no
     statement, not even one saying what the material lacks) while the
-    findings hold facts (``MIN_ITEMS`` figures and names the question does
-    not give): a text that reports none of the research."""
+    findings, or what the reporter was shown for them, hold facts
+    (``MIN_ITEMS`` figures and names the question does not give): a text
+    that reports none of the research. A step whose model wrote nothing
+    usable has its passages stand for its findings (``shown_items``)."""
     if not reply.judged or reply.support is not None or not reply.content.strip():
         return False
-    return len(findings_items(findings, question)) >= MIN_ITEMS
+    return max(len(findings_items(findings, question)), reply.shown_items or 0) >= MIN_ITEMS
 
 
 def invented_too_much(counts: SupportCounts | None) -> bool:
