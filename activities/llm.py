@@ -377,14 +377,16 @@ class ModelActivities:
     async def _kept(self, sent: list[dict[str, Any]], content: str, question: str) -> dict[str, Any]:
         """A kept request: its text as sent (a blob reference), and how each
         statement of the reply is supported by its material (all but the
-        system prompt; ``activities/support.py``). A reply too long to judge
-        in ``SUPPORT_SECONDS`` is not judged, never failed."""
+        system prompt; ``activities/support.py``), and how many figures and
+        names that material holds. A reply too long to judge in
+        ``SUPPORT_SECONDS`` is not judged, never failed."""
         material = shown_text(_material(sent))
         try:
             counts, statements = await off_loop(support_of, content, material, question, seconds=SUPPORT_SECONDS)
+            shown_items = len(await off_loop(findings_items, [material], question, seconds=SUPPORT_SECONDS))
             judged = True
         except ApplicationError:
-            counts, statements, judged = None, [], False
+            counts, statements, judged, shown_items = None, [], False, None
         held = counts.supported_share() if counts else None
         return {
             "shown": await self.blobs.put(shown_text(sent)),
@@ -392,7 +394,7 @@ class ModelActivities:
             "support": counts,
             "statements": statements,
             "judged": judged,
-            "shown_items": len(await off_loop(findings_items, [material], question)),
+            "shown_items": shown_items,
         }
 
 

@@ -94,8 +94,9 @@ def mostly_invention(counts: SupportCounts | None) -> bool:
     """Whether a first report reads as a weak model's fiction though few of
     its statements carry a figure or name found nowhere: more than half of
     them unsupported (``mostly_unsupported``, what fails a report asked for
-    again) and one at least invented. SmolLM2's kittiwake-decline report:
-    one statement stated of three, a "1 %" found nowhere."""
+    again) and one at least invented. SmolLM2's kittiwake-decline report,
+    as judged while a list's numbers still counted as figures: one
+    statement stated of three, a "1 %" found nowhere."""
     return counts is not None and counts.invented > 0 and counts.judged > 0 and mostly_unsupported(counts)
 
 
