@@ -207,16 +207,18 @@ async def test_a_report_that_names_no_page_ends_with_the_pages_the_run_read(
     temporal_client, task_queue, worker, llm, script, pages
 ):
     """A weak model's findings and report without a single link (what
-    SmolLM2 writes): the reader still gets the pages the research read."""
+    SmolLM2 writes): the reader still gets the pages the research read. The
+    report states the page's figure (a report stating nothing over passages
+    that hold one is asked again; tests/test_report_support.py)."""
     script.researcher = lambda request: "## Findings\n- It was probably built long ago."
-    script.reporter = lambda request: "Lantern Rock is an old lighthouse."
+    script.reporter = lambda request: "The Lantern Rock keeper logged 4417 ships in 1911."
     script.steps = [("How many ships did the Lantern Rock keeper log in 1911", "research")]
     handle = await start(
         temporal_client, task_queue, QUESTION, auto_accept_plan=True, enable_background_investigation=False
     )
     result = await finished(handle)
     report = result.final_report
-    assert report.startswith("Lantern Rock is an old lighthouse.")
+    assert report.startswith("The Lantern Rock keeper logged 4417 ships in 1911.")
     assert "## Pages this research read" in report and f"]({pages.url('/lighthouse')})" in report
 
 
