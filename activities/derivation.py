@@ -74,17 +74,21 @@ def derive(
     steps: list[str] = []
     todo = list(lacking)
     anchors = {v for v, _ in own} | {v for v, _ in trusted} | {v for v, _ in given}
+    # a one-digit figure ("£5 million") from the report's earlier figures only as the sentence before
+    # writes them: 18 m of depth times 290,000 homes is chance, not arithmetic
+    close = {v for v, _ in own} | {v for v, _ in given} | {v for v, _ in trusted if any(g.matches(v) for g in near)}
     for _ in range(PASSES):
         found = Derivations(pool, runs, {v for v, _ in own}, percent=percent, units=f"{bare} {context}", years=years)
         left = []
         for f in todo:
-            d = found.find(f, hedge, anchors)
+            d = found.find(f, hedge, anchors, close)
             if d is None:
                 left.append(f)
                 continue
             steps.append(d.how)
             pool.insert(0, (d.value, f.percent))  # the next figure may start from it
             anchors.add(d.value)
+            close.add(d.value)
             for v in dict.fromkeys(d.uses):
                 if v in based:
                     continue  # a figure derived a step before, or already listed: the arithmetic shows it

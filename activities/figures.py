@@ -426,15 +426,20 @@ class Derivations:
         low = f" {units.lower()} "
         self.named = {op for op, words in NAMED_OPS.items() if any(w in low for w in words)}  # what the words say
 
-    def find(self, figure: Figure, hedge: bool = False, anchors: set[float] = frozenset()) -> Derivation | None:
+    def find(
+        self, figure: Figure, hedge: bool = False, anchors: set[float] = frozenset(), close: set[float] | None = None
+    ) -> Derivation | None:
         """The simplest derivation that rounds to ``figure``, or None; one
         from the statement's own figures first. A year is never computed; a
         figure of fewer than three significant digits ("20 %", "0.7") is
         matched by too much by chance: a two-digit one must start from one
         of ``anchors`` (what the question, the statement, the sentence before
-        it or the report stated), a one-digit one from anchors only."""
+        it or the report stated), a one-digit one from ``close`` anchors only
+        (the same but what the report stated before the sentence before it;
+        default: ``anchors``)."""
         if figure.year:
             return None
+        close = anchors if close is None else close
         best: tuple[int, _Candidate, float] | None = None
         for reading in figure.readings:
             # a scale the material states once ("£ million") and the statement writes out
@@ -450,8 +455,12 @@ class Derivations:
                             continue  # a figure stated as it is: not derived
                         if shift != 1.0 and c[2] != "same" and figure.digits < 3:
                             continue  # arithmetic and a change of scale both, to two digits: chance
-                        if figure.digits < 3 and sum(u in anchors for u in set(c[3][:2])) < 3 - figure.digits:
-                            continue  # "20 %": from one anchored figure; "5 %", "0.7": from anchored figures only
+                        if (
+                            figure.digits < 3
+                            and sum(u in (close if figure.digits < 2 else anchors) for u in set(c[3][:2]))
+                            < 3 - figure.digits
+                        ):
+                            continue  # "20 %": from one anchored figure; "5 %", "0.7": from close ones only
                         own = all(u in self.own for u in c[3][:2])
                         rank = c[1] + (shift != 1.0) - (10 if own else 0) - (3 if c[2] in self.named else 0)
                         if _fits(c[2], figure) and (best is None or rank < best[0]):

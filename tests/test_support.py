@@ -312,6 +312,30 @@ def test_a_weak_models_invented_figures_are_not_cleared_by_chance_arithmetic():
     assert support(report)[-1] == ("unsupported", True)
 
 
+def test_a_one_digit_figure_is_computed_only_from_figures_close_to_it():
+    """A one-significant-digit figure is within a tenth of too much by chance: from what the sentence
+    before it (or the question, or the statement itself) writes, not from anything the report said before."""
+    (five,) = figures("5 million")
+    pool = [(18.0, False), (290_000.0, False)]
+    assert Derivations(pool).find(five, anchors={18.0, 290_000.0}).how == "18 × 290,000 = 5,220,000"
+    assert Derivations(pool).find(five, anchors={18.0, 290_000.0}, close={18.0}) is None
+
+
+def test_smollm2s_live_turbine_report_computes_no_cost_from_depth_and_homes():
+    """The eval's turbine-maker-founded run at 1eb67b0 (tests/fixtures/weak/smollm2-live): "maintenance cost
+    £5 million per year", found nowhere, was derived as 18 m of water depth times 290,000 homes, two
+    statements before, and the report shipped as research without a mark. Now it is unsupported and
+    invented, and the run's note lists it."""
+    live = Path(__file__).parent / "fixtures/weak/smollm2-live"
+    (message,) = json.loads((live / "turbine-maker-founded-reporter.json").read_text(encoding="utf-8"))["messages"]
+    question = message["content"].split("\n")[1]
+    counts, statements = support_of(
+        (live / "turbine-maker-founded-report.md").read_text(), f"[user]\n{message['content']}", question
+    )
+    assert [(s.support, s.invented) for s in statements][-1] == ("unsupported", True)
+    assert "£5 million" in statements[-1].text and counts.derived == 0 and counts.invented == 1
+
+
 def test_a_percentage_of_a_difference_names_only_stated_figures_as_its_basis():
     s = one("The adult fare rose by £2.50 (+39 %) from 2017 to 2023.")
     assert s.arithmetic == "8.9 − 6.4 = 2.5; 2.5 / 6.4 = 39.06 %"  # not (171 / 2,017)^(1/5) − 1, as before
