@@ -377,16 +377,18 @@ def support_of(request: SupportRequest, sources: list[Source], invented: bool = 
 
 def fiction(counts: SupportCounts | None) -> bool:
     """Whether a step's findings are a weak model's fiction, not research:
-    none of their statements (two or more) stated or derived by the pages
-    the step read, and one at least carrying a figure or a name found
-    nowhere in them. A strong model's findings, stated by their pages, are
-    never so; findings the pages hold in part are kept (the reporter's
-    check judges the report)."""
+    of their statements (two or more), none or fewer than half stated or
+    derived by the pages the step read, and one at least carrying a figure
+    or a name found nowhere in them (SmolLM2's orrins-ford-population
+    findings: one census figure stated, eight statements not, six of them
+    invented: "Tesla Motors has invested $8 million"). A strong model's
+    findings, stated by their pages, are never so; findings the pages hold
+    mostly are kept (the reporter's check judges the report)."""
     return (
         counts is not None
         and counts.judged >= FICTION_JUDGED
         and counts.invented > 0
-        and not counts.stated + counts.derived
+        and (not counts.stated + counts.derived or counts.unsupported * 2 > counts.judged)
     )
 
 

@@ -43,6 +43,9 @@ _SOURCES = (
     "出典",
     "how the statements are supported",
 )
+SOURCES_HEADING_WORDS = 5  # "references and further reading" is four
+SOURCES_HEADING_CJK = 10  # characters
+_CJK_TEXT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 LACKS = (
     "not given",
     "not stated",
@@ -228,7 +231,7 @@ def _units(report: str) -> list[tuple[str, bool, str]]:
             fenced = not fenced
             continue
         if bare.startswith("#"):
-            skipping = any(word in bare.lower() for word in _SOURCES)
+            skipping = sources_heading(bare)
             continue
         if fenced or skipping or not bare or bare.startswith(("---", "<!--", "[^")) or _only_links(bare):
             continue
@@ -242,6 +245,21 @@ def _units(report: str) -> list[tuple[str, bool, str]]:
             out.append((sentence, False, before))
             before = sentence
     return out
+
+
+def sources_heading(heading: str) -> bool:
+    """Whether a heading opens a list of sources ("## Sources", "## 5.
+    References and further reading", "## 参考资料"): a short one that opens
+    with them, not any that has the word ("# What is the population of
+    Orrin's Ford? If sources disagree, …", a question as a title, opens the
+    report; "## Where the sources disagree" a section of it)."""
+    text = heading.lstrip("#").strip().lower()
+    if text == _SOURCES[-1]:  # ours: "How the statements are supported"
+        return True
+    if _CJK_TEXT.search(text):
+        return len(text) <= SOURCES_HEADING_CJK and any(word in text for word in _SOURCES)
+    words = [w for w in text.split() if any(c.isalpha() for c in w)]  # not "5." or an emoji
+    return len(words) <= SOURCES_HEADING_WORDS and any(word in w for w in words[:2] for word in _SOURCES)
 
 
 def _rule_row(line: str) -> bool:

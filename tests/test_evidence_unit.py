@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from activities import tokens
+from activities.documents import html_to_markdown
 from activities.evidence import (
     NOT_FOUND,
     Source,
@@ -317,3 +318,22 @@ def test_a_steps_findings_that_are_fiction_give_way_to_the_passages_it_read():
     part = faithful + "\n- Its keeper in 1901 was Ada Brisk."  # partly held: the report's check judges the rest
     for kept in (faithful, known, part):
         assert not fiction(traced_findings(SupportRequest(findings=kept, focus=focus, budget=800), sources)), kept
+
+
+def test_a_steps_findings_mostly_fiction_give_way_to_the_passages_it_read():
+    """SmolLM2's findings in the eval's orrins-ford-population run at 1eb67b0 (tests/fixtures/weak/smollm2-live):
+    one census figure stated, eight statements not, six of them invented ("Tesla Motors has invested $8
+    million"). With one statement stated they were passed on, and the reporter's "started in 2017" was
+    "stated" by them."""
+    root = Path(__file__).parent.parent
+    corpus = root / "client/evaluation/builtin/corpus"
+    pages = ["towns/orrins-ford.md", "surveys/vellmark-census-2023.html", "news/carrick-bank-opens-2022.md"]
+    texts = [(corpus / p).read_bytes() for p in pages]
+    sources = [
+        Source(p, f"http://x/{p}", html_to_markdown(t, "utf-8", p)[1] if p.endswith(".html") else t.decode())
+        for p, t in zip(pages, texts)
+    ]
+    focus = "What is the population of Orrin's Ford? If sources disagree, give each figure and say where it comes from."
+    invented = (root / "tests/fixtures/weak/smollm2-live/orrins-ford-population-findings.md").read_text()
+    traced = traced_findings(SupportRequest(findings=invented, focus=focus, budget=800), sources)
+    assert traced.stated == 1 and traced.unsupported * 2 > traced.judged and traced.invented and fiction(traced)

@@ -225,6 +225,20 @@ def test_headings_links_references_and_restating_the_question_are_no_statements(
     assert [s.bare for s in statements_of(report, QUESTION)] == ["Wren received 4,312 votes."]
 
 
+def test_only_a_short_heading_naming_sources_opens_a_list_of_sources():
+    """A heading with the word is not a sources section: SmolLM2's orrins-ford-population findings sat
+    under the question as a heading ("… If sources disagree, give each figure …"), and none of their
+    statements was judged; a report titled with that question would have stated nothing. (A question in
+    Chinese as a title is judged too: "如果来源不同" in a heading of more than ten characters.)"""
+    question = "What is the population of Orrin's Ford? If sources disagree, give each figure and say where."
+    report = f"# {question}\n\nWren received 9,999 votes.\n\n## Sources and further reading\n\nWren, 4,312 votes.\n"
+    assert [s.bare for s in statements_of(report, question)] == ["Wren received 9,999 votes."]
+    assert support(report.replace(question, "Where the sources disagree")) == [("unsupported", True)]
+    for heading in ("## Sources", "## 5. References and further reading", "## 参考资料", "## Fuentes consultadas"):
+        assert statements_of(f"{heading}\n\nWren received 9,999 votes.\n", QUESTION) == [], heading
+    assert len(statements_of("# 奥林福德有多少人口？如果来源不同，请分别给出\n\n温伦获得9,999票。\n", QUESTION)) == 1
+
+
 def test_a_reply_looping_on_one_sentence_states_it_once():
     loop = "The Ferry Pier of Brackwater will double its capacity in 2024.\n" * 200
     assert len(statements_of(loop, QUESTION)) == 1 and support_of(loop, MATERIAL, QUESTION)[0].judged == 1
