@@ -6,6 +6,8 @@ worker and crawler, scripted model over HTTP."""
 
 from __future__ import annotations
 
+import pytest
+
 from testkit.llm_server import last_user
 from testkit.research_script import FACT
 from testkit.runs import keep_history, start
@@ -150,75 +152,51 @@ BRISK = "## Findings\n- The keeper, Ada Brisk, logged 4417 ships in 1911, said t
 NOTHING = "# Kelder Quay Registry notes\n\nThe number of ships changed a great deal, largely because of the weather.\n"
 
 
-async def test_a_report_that_states_nothing_is_asked_for_again_and_twice_is_the_reporters_failure(
-    temporal_client, task_queue, worker, llm, script
-):
-    """SmolLM2's kind of report that names a source in its heading but states
-    no figure, name or lack of the findings (it passes as grounded): asked
-    for once more; the same again, and the findings are the report."""
-    script.researcher = lambda request: BRISK
-    script.reporter = lambda request: NOTHING
-    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
-    result = await handle.result()
-    await keep_history(handle, "report_stated_nothing")
-    asked = llm.calls("reporter")
-    assert len(asked) == 2 and "states none of the research's facts" in last_user(asked[1])
-    assert "the reporter failed" in result.final_report[:800] and "Ada Brisk" in result.final_report
-    assert "largely because of the weather" not in result.final_report
-    assert result.warnings and "the reporter failed" in result.warnings[0]
-
-
-async def test_a_report_that_states_nothing_then_the_findings_ships_the_second(
-    temporal_client, task_queue, worker, llm, script
-):
-    script.researcher = lambda request: BRISK
-    script.reporter = lambda request: (
-        NOTHING
-        if len(llm.calls("reporter")) == 1
-        else "Ada Brisk logged 4417 ships in 1911, says the Kelder Quay Registry."
-    )
-    result = await (await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)).result()
-    assert len(llm.calls("reporter")) == 2 and not result.warnings
-    assert result.final_report.startswith("Ada Brisk logged 4417 ships in 1911")
-    assert [s.support for s in result.statements] == ["stated"]
-
-
 MOSTLY = (
     "Ada Brisk logged 4417 ships in 1911, says the Kelder Quay Registry. In 1911 the quay lost 4417 of its boats "
     "to a storm. Since 1987, 1% of the ships have sunk each winter.\n"
 )
+FAITHFUL = "Ada Brisk logged 4417 ships in 1911, says the Kelder Quay Registry."
 
 
-async def test_a_first_report_mostly_unsupported_with_one_invented_statement_is_asked_again(
-    temporal_client, task_queue, worker, llm, script
+@pytest.mark.parametrize(
+    ("report", "history", "said", "left_out"),
+    [
+        # SmolLM2's kind of report that names a source in its heading but states no figure, name or lack of
+        # the findings (it passes as grounded)
+        (NOTHING, "report_stated_nothing", "states none of the research's facts", "largely because of the weather"),
+        # SmolLM2's kittiwake-decline kind: one statement of three invented (under the invented share), but two
+        # of three unsupported, as would fail a report asked for again (before, it shipped with a note)
+        (MOSTLY, "report_mostly_invented", "Since 1987, 1% of the ships", "each winter"),
+    ],
+    ids=["states-nothing", "mostly-unsupported"],
+)
+async def test_a_report_that_states_nothing_or_mostly_invention_is_asked_again_and_twice_is_the_reporters_failure(
+    temporal_client, task_queue, worker, llm, script, report, history, said, left_out
 ):
-    """SmolLM2's kittiwake-decline kind: one statement of three invented (under the invented share), but
-    two of three unsupported, as would fail a report asked for again: asked again, and the same twice
-    is the reporter's failure (before, it shipped with a note)."""
+    """Asked for once more, saying why; the same again, and the findings are the report."""
     script.researcher = lambda request: BRISK
-    script.reporter = lambda request: MOSTLY
+    script.reporter = lambda request: report
     handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
     result = await handle.result()
-    await keep_history(handle, "report_mostly_invented")
+    await keep_history(handle, history)
     asked = llm.calls("reporter")
-    assert len(asked) == 2 and "Since 1987, 1% of the ships" in last_user(asked[1])
+    assert len(asked) == 2 and said in last_user(asked[1])
     assert "the reporter failed" in result.final_report[:800] and "Ada Brisk" in result.final_report
-    assert "each winter" not in result.final_report
+    assert left_out not in result.final_report
     assert result.warnings and "the reporter failed" in result.warnings[0]
 
 
-async def test_a_first_report_mostly_unsupported_then_a_faithful_one_ships_the_second(
-    temporal_client, task_queue, worker, llm, script
+@pytest.mark.parametrize("first", [NOTHING, MOSTLY], ids=["states-nothing", "mostly-unsupported"])
+async def test_a_first_report_asked_again_then_a_faithful_one_ships_the_second(
+    temporal_client, task_queue, worker, llm, script, first
 ):
     script.researcher = lambda request: BRISK
-    script.reporter = lambda request: (
-        MOSTLY
-        if len(llm.calls("reporter")) == 1
-        else "Ada Brisk logged 4417 ships in 1911, says the Kelder Quay Registry."
-    )
+    script.reporter = lambda request: first if len(llm.calls("reporter")) == 1 else FAITHFUL
     result = await (await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)).result()
     assert len(llm.calls("reporter")) == 2 and not result.warnings
-    assert result.final_report.startswith("Ada Brisk logged 4417 ships in 1911")
+    assert result.final_report.startswith(FAITHFUL)
+    assert [s.support for s in result.statements] == ["stated"]
 
 
 async def test_a_report_that_states_nothing_over_passages_standing_for_empty_findings_is_asked_again(
