@@ -162,6 +162,12 @@ async def show_tool_calls(client: Client, workflow_id: str, view: ProgressView) 
                 view.note(event_line(event), style="bold cyan")
     except (WorkflowQueryFailedError, RPCError):  # the last read after the end failed: the result says the rest
         pass
+    except Exception as err:  # noqa: BLE001 - said once; the run goes on, and `watch` reads the same stream
+        view.note(
+            f"tool calls can no longer be shown here ({type(err).__name__}: {str(err)[:200]}); "
+            f"`deepresearch watch {workflow_id}` shows them",
+            style="yellow",
+        )
 
 
 def ended(status: RunStatus | None, result: asyncio.Task) -> RunStatus | None:
