@@ -40,6 +40,7 @@ from workflows.evidence_models import (
     SupportRequest,
 )
 from workflows.models import Citation
+from workflows.statements import mostly_invention
 from workflows.support_models import SupportCounts
 
 PASSAGE_TOKENS = 220  # a passage of evidence, before its link
@@ -377,19 +378,14 @@ def support_of(request: SupportRequest, sources: list[Source], invented: bool = 
 
 def fiction(counts: SupportCounts | None) -> bool:
     """Whether a step's findings are a weak model's fiction, not research:
-    of their statements (two or more), none or fewer than half stated or
-    derived by the pages the step read, and one at least carrying a figure
-    or a name found nowhere in them (SmolLM2's orrins-ford-population
+    of their statements (two or more), more than half found in none of the
+    pages the step read, and one at least carrying a figure or a name found
+    nowhere in them (``mostly_invention``, a report's bar; SmolLM2's orrins-ford-population
     findings: one census figure stated, eight statements not, six of them
     invented: "Tesla Motors has invested $8 million"). A strong model's
     findings, stated by their pages, are never so; findings the pages hold
     mostly are kept (the reporter's check judges the report)."""
-    return (
-        counts is not None
-        and counts.judged >= FICTION_JUDGED
-        and counts.invented > 0
-        and (not counts.stated + counts.derived or counts.unsupported * 2 > counts.judged)
-    )
+    return counts is not None and counts.judged >= FICTION_JUDGED and mostly_invention(counts)
 
 
 def traced_findings(request: SupportRequest, sources: list[Source]) -> SupportCounts | None:

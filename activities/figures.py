@@ -50,7 +50,7 @@ _FIGURE = re.compile(
     r"|(\s?[^\W\d_]{1,12}))?",
     re.IGNORECASE,
 )
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _SCALES = {
     "thousand": 1e3,
     "k": 1e3,
@@ -196,7 +196,7 @@ def figures(text: str, writing: str | None = "") -> list[Figure]:
         if word:
             glued = not word[0].isspace()
             word = word.strip()
-            if _CJK.match(word):  # no spaces in CJK text: only a scale counts
+            if CJK.match(word):  # no spaces in CJK text: only a scale counts
                 scale = _SCALES.get(word[0], 1.0)
             elif glued and word in _ORDINAL:
                 continue  # 3rd, 21st

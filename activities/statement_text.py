@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from activities import reading
-from activities.figures import Figure, convention, figures, plain
+from activities.figures import CJK, Figure, convention, figures, plain
 
 MAX_REPORT = 60_000  # characters of a report looked at
 MAX_STATEMENTS = 150
@@ -45,7 +45,6 @@ _SOURCES = (
 )
 SOURCES_HEADING_WORDS = 5  # "references and further reading" is four
 SOURCES_HEADING_CJK = 10  # characters
-_CJK_TEXT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 LACKS = (
     "not given",
     "not stated",
@@ -256,7 +255,7 @@ def sources_heading(heading: str) -> bool:
     text = heading.lstrip("#").strip().lower()
     if text == _SOURCES[-1]:  # ours: "How the statements are supported"
         return True
-    if _CJK_TEXT.search(text):
+    if CJK.search(text):
         return len(text) <= SOURCES_HEADING_CJK and any(word in text for word in _SOURCES)
     words = [w for w in text.split() if any(c.isalpha() for c in w)]  # not "5." or an emoji
     return len(words) <= SOURCES_HEADING_WORDS and any(word in w for w in words[:2] for word in _SOURCES)
