@@ -32,6 +32,8 @@ from activities.off_loop import in_pool
 from activities.support import support_of as statement_support
 from infra.blobs import BlobStore
 from workflows.evidence_models import (
+    NOT_FOUND,
+    NOTHING_WRITTEN,
     EvidenceJoin,
     EvidencePage,
     EvidenceSet,
@@ -393,17 +395,6 @@ def traced_findings(request: SupportRequest, sources: list[Source]) -> SupportCo
     read (``activities/support.py``); None when they state nothing."""
     material = "\n\n".join(render(sources[c.page], c.text) for c in chunks_of(sources))
     return statement_support(request.findings, material, request.focus)[0]
-
-
-NOT_FOUND = (
-    "The researcher's findings for this step were not found in the pages it read (figures or names that appear "
-    "nowhere in them), so they are left out. These are the passages read for this step that bear on it, each "
-    "after a link to its page:"
-)
-NOTHING_WRITTEN = (
-    "The researcher wrote no findings of its own. These are the passages read for this step that bear on it, "
-    "each after a link to its page:"
-)
 
 
 def joined(texts: list[str], budget: int) -> str:

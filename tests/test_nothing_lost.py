@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from testkit.llm_server import Reply, has_tool_result
+from testkit.llm_server import Reply, has_tool_result, last_user
 from testkit.pages import article
 from testkit.research_script import FACT
 from testkit.runs import keep_history, start, wait_for_phase
@@ -112,6 +112,44 @@ async def test_a_six_step_report_under_an_8k_window_keeps_every_steps_fact(
         assert f"FACT: Aspect {i} measured {i * 111 + 7} units" in result.final_report
     assert len(llm.calls("editor")) >= 6  # each step condensed
     assert llm.rejected == []
+
+
+async def test_a_condensation_that_states_what_its_findings_do_not_is_not_used(
+    temporal_client, task_queue, research_worker, llm, script
+):
+    """The editor condenses each step's findings and adds a buyer and a sum
+    that no finding holds (as SmolLM2 added "The Ocean Life 2.0 … founded in
+    2016" to olvane-revenue-growth's): its condensation is not used, each
+    step's findings are shortened by the workflow instead, and the invention
+    reaches neither the reporter nor the report."""
+    script.steps = [(f"Aspect {i}", "research") for i in range(4)]
+    names = [a + b for a in "bcdfghk" for b in "aeiou" * 3][:90]
+    filler = " ".join(f"Sentence {name}{n % 7 * 'x'} gives background of little use." for n, name in enumerate(names))
+
+    def researcher(request):
+        step = re.search(r"## (Aspect \d)", request["messages"][1]["content"]).group(1)
+        return f"FACT: {step} measured {int(step[-1]) * 111 + 7} units\n\n{filler}\n\n{filler}"
+
+    def editor(request):
+        fact = re.search(r"FACT: [^\n]+", request["messages"][-1]["content"])
+        return f"{fact.group(0) if fact else ''}\nThe Zorblax Consortium bought it for 9,876,543 units in 1871."
+
+    script.researcher, script.editor = researcher, editor
+    llm.context_window = 8000
+    async with research_worker(DEEPRESEARCH_CONTEXT_WINDOW="8000"):
+        handle = await start(
+            temporal_client, task_queue, QUESTION, auto_accept_plan=True, max_step_num=4,
+            enable_background_investigation=False,
+        )  # fmt: skip
+        async with asyncio.timeout(120):
+            result = await handle.result()
+    await keep_history(handle, "condensed_invention_shortened")
+    assert result.status == "completed" and len(llm.calls("editor")) >= 4  # each step's condensing was asked for
+    reporter = [last_user(r) for r in llm.calls("reporter")]
+    assert reporter and not any("Zorblax" in text or "9,876,543" in text for text in reporter)
+    assert "Zorblax" not in result.final_report and "9,876,543" not in result.final_report
+    for i in range(4):  # each step's first paragraph, its fact, kept by the workflow's shortening
+        assert f"FACT: Aspect {i} measured {i * 111 + 7} units" in result.final_report
 
 
 # --- long pages under a small window --------------------------------------------------

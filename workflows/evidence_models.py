@@ -86,3 +86,16 @@ class EvidenceJoin(Model):
 
     steps: list[StepEvidence] = Field(default_factory=list)
     budget: int = 3_000
+
+
+# The notes of a step's findings when the passages it read stand for them
+# (activities/evidence.support_of); the reporter's condensing tells them by these.
+NOT_FOUND = (
+    "The researcher's findings for this step were not found in the pages it read (figures or names that appear "
+    "nowhere in them), so they are left out. These are the passages read for this step that bear on it, each "
+    "after a link to its page:"
+)
+NOTHING_WRITTEN = (
+    "The researcher wrote no findings of its own. These are the passages read for this step that bear on it, "
+    "each after a link to its page:"
+)

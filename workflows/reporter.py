@@ -7,14 +7,12 @@ only sources the run actually retrieved.
 
 from __future__ import annotations
 
-import asyncio
 import re
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from workflows import evidence, statements
-from workflows.activity_calls import too_large
+from workflows import condense, evidence, statements
 from workflows.box import Box
 from workflows.reply_checks import checked_report, grounded_report, supported_report
 
@@ -44,26 +42,26 @@ async def write_report(box: Box, partial: str = "") -> str:
     """The report; ``partial`` says why the research stopped early (the report
     then says it is partial). When the findings do not fit the reporter's
     context window, each step's findings are condensed first (and again, up
-    to ``CONDENSE_ROUNDS`` times): never cut off at the end."""
+    to ``condense.CONDENSE_ROUNDS`` times): never cut off at the end."""
     state = box.state
     every_plan = workflow.patched("reporter-reads-evidence")
     steps = state.finished() if every_plan else state.plan.steps if state.plan else []
     findings = [(s.title, s.execution_res) for s in steps if s.execution_res]
     passages = await evidence.for_report(box, state.evidence) if every_plan else None
-    for round_ in range(CONDENSE_ROUNDS + 1):
-        last = round_ == CONDENSE_ROUNDS
+    for round_ in range(condense.CONDENSE_ROUNDS + 1):
+        last = round_ == condense.CONDENSE_ROUNDS
         request = _report_request(box, findings, partial, trim=last, passages=passages if every_plan else False)
         try:
             reply = await box.calls.chat_said(request, "reporter")
             break
         except ActivityError as err:
-            oversized = _too_large(err)
+            oversized = condense.oversized(err)
             if oversized is None or not findings:
                 raise
             box.emit(
                 "notice", f"the findings do not fit the reporter's context window: condensing ({oversized[0]:,} tokens)"
             )
-            findings = await _condense_all(box, findings, *oversized)
+            findings = await condense.condense_all(box, findings, *oversized)
     state.reporter_input = reply.shown
     reply = await checked_report(box, request, reply)  # an echo, the wrong language: asked again
     traced = every_plan and workflow.patched(statements.PATCH)
@@ -115,9 +113,6 @@ NO_SOURCE = (
     "this report rests on no source: no search result and no page was read in this run, "
     "so everything in it is the model's own text, not research"
 )
-
-
-CONDENSE_ROUNDS = 3
 
 
 def _report_request(
@@ -192,44 +187,6 @@ async def _what_changed(box: Box, report: str) -> str:
     section = reply.content.strip()
     heading = f"## {CHANGES_HEADING} {prior.date}"
     return section if has_changes_section(section[:200]) else f"{heading}\n\n{section or 'Nothing was compared.'}"
-
-
-def _too_large(err: ActivityError) -> tuple[int, int] | None:
-    """(tokens, budget) when the model activity refused an oversized request."""
-    refused = too_large(err)
-    return refused[:2] if refused else None
-
-
-async def _condense_all(box: Box, findings: list[tuple[str, str]], tokens: int, budget: int) -> list[tuple[str, str]]:
-    """Each step's findings condensed so that together they take about half
-    of the reporter's budget, steps side by side."""
-    share = max(budget // 2 // max(len(findings), 1), 60)  # tokens per step
-    texts = await asyncio.gather(*(_condense(box, text, share) for _, text in findings))
-    return [(title, text) for (title, _), text in zip(findings, texts)]
-
-
-async def _condense(box: Box, text: str, tokens: int, depth: int = 0) -> str:
-    """``text`` condensed to about ``tokens`` tokens; a text too long for one
-    call is split in parts (by characters), each condensed, then joined."""
-    request = ModelRequest(
-        role="reporter",
-        prompt="condense",
-        variables=box.variables(max_words=max(int(tokens * 0.7), 40)),
-        messages=[Message(role="user", content=text)],
-        on_overflow="refuse" if depth < 2 else "trim",
-    )
-    try:
-        reply = await box.calls.chat(request, "reporter · condensing findings")
-    except ActivityError as err:
-        oversized = _too_large(err)
-        if oversized is None:
-            raise
-        parts = min(max(-(-oversized[0] // oversized[1]) + 1, 2), 16)
-        size = -(-len(text) // parts)
-        pieces = [text[i : i + size] for i in range(0, len(text), size)]
-        condensed = await asyncio.gather(*(_condense(box, p, max(tokens // parts, 40), depth + 1) for p in pieces))
-        return "\n".join(condensed)
-    return reply.content or text[: tokens * 3]
 
 
 def _key(url: str) -> str:
