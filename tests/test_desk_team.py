@@ -23,9 +23,20 @@ from tests.test_desk import CHROMIUM, FLAGS, WAIT, phase_is, playwright_api
 from tests.test_desk_guard import desk_process
 
 expect = playwright_api.expect
+PATIENCE = 30_000  # ms
 QUESTION = "Tell me about Lantern Rock"
 PASSWORDS = {name: f"pw-{name}" for name in ("alice", "bob", "carol", "dan")}
 ACTS = ["review", "answer", "cancel", "ask", "slides", "podcast", "steer"]  # every route that acts on a run
+
+
+@pytest.fixture(autouse=True)
+def patient_expect():
+    """Every check of the page waits up to ``PATIENCE`` (not Playwright's 5 s):
+    a page reads its run after it loads, and on a loaded CI machine that took
+    longer (CI31: the report of a just-completed run still empty at 5 s)."""
+    expect.set_options(timeout=PATIENCE)
+    yield
+    expect.set_options(timeout=None)  # Playwright's default again
 
 
 @pytest.fixture
