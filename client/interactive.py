@@ -160,8 +160,11 @@ async def show_tool_calls(client: Client, workflow_id: str, view: ProgressView) 
                 view.note(event_line(event), style="dim")
             elif event.kind in ("steer_received", "steer_applied"):  # a note sent from elsewhere (`steer`)
                 view.note(event_line(event), style="bold cyan")
-    except (WorkflowQueryFailedError, RPCError):  # the last read after the end failed: the result says the rest
-        pass
+    except (WorkflowQueryFailedError, RPCError) as err:  # its reads after the end failed: the result says the rest
+        view.note(
+            f"the last tool calls could not be read ({str(err)[:200]}); `deepresearch watch {workflow_id}` shows them",
+            style="dim",
+        )
     except Exception as err:  # noqa: BLE001 - said once; the run goes on, and `watch` reads the same stream
         view.note(
             f"tool calls can no longer be shown here ({type(err).__name__}: {str(err)[:200]}); "

@@ -7,10 +7,19 @@ called that."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import sys
 from pathlib import Path
 
+import pytest
+from temporalio.contrib.pydantic import pydantic_data_converter as data_converter
+from temporalio.contrib.workflow_streams import PollResult
+from temporalio.contrib.workflow_streams._types import _WorkflowStreamWireItem
+from temporalio.service import RPCError, RPCStatusCode
+
+from client.follow import READS_AFTER_END, progress_events
 from testkit.runs import start, wait_for_phase
+from workflows.models import ProgressEvent
 
 CLI = Path(sys.executable).parent / "deepresearch"
 QUESTION = "Tell me about the Lantern Rock lighthouse"
@@ -49,3 +58,50 @@ async def test_watching_a_run_adds_nothing_to_its_history(temporal_client, task_
         if e.HasField("workflow_execution_update_accepted_event_attributes")
     ]
     assert updates == ["submit_review"], updates
+
+
+class _EndedRun:
+    """A Temporal handle, as the SDK's, of a run that ends at once, whose
+    stream query after the end fails ``fails`` times first (a busy worker
+    replaying the whole run to answer, past the query's deadline), then
+    answers with the run's one event."""
+
+    def __init__(self, fails: int) -> None:
+        self.fails = fails
+        self.ended = False
+        self.reads_after_end = 0
+
+    async def result(self):
+        self.ended = True
+
+    async def query(self, *args, **kwargs):
+        if not self.ended:
+            return PollResult(items=[], next_offset=0)
+        self.reads_after_end += 1
+        if self.reads_after_end <= self.fails:
+            raise RPCError("query timed out", RPCStatusCode.DEADLINE_EXCEEDED, b"")
+        event = ProgressEvent(kind="tool_call", text="crawl: https://a.example/")
+        payload = data_converter.payload_converter.to_payloads([event])[0]
+        item = _WorkflowStreamWireItem(topic="progress", data=base64.b64encode(payload.SerializeToString()).decode())
+        return PollResult(items=[item], next_offset=1)
+
+
+class _Client:
+    data_converter = data_converter
+
+    def __init__(self, handle: _EndedRun) -> None:
+        self.handle = handle
+
+    def get_workflow_handle(self, workflow_id: str) -> _EndedRun:
+        return self.handle
+
+
+async def test_the_last_read_after_the_end_is_tried_again_when_a_query_fails():
+    """CI27 and CI28: `run` completed and showed none of its tool calls; the
+    one read after the end had failed. It is tried again, and gives up (it
+    raises, and `run` says so) only after ``READS_AFTER_END`` more."""
+    handle = _EndedRun(fails=READS_AFTER_END)
+    events = [e async for _, e in progress_events(_Client(handle), "run-1", every=0.01)]
+    assert [e.text for e in events] == ["crawl: https://a.example/"] and handle.reads_after_end == READS_AFTER_END + 1
+    with pytest.raises(RPCError):
+        _ = [e async for _, e in progress_events(_Client(_EndedRun(fails=READS_AFTER_END + 1)), "run-1", every=0.01)]
