@@ -154,11 +154,55 @@ class Figure(NamedTuple):
         return any(abs(r.value - value) <= r.tolerance(hedged) for r in self.readings)
 
 
+# A thousands group after a no-break, narrow no-break or thin space (French and SI style: "2 150").
+_GROUP_SPACE = re.compile(r"(?<=\d)[\u00a0\u202f\u2009](?=\d{3}(?!\d))")
+# A span of years with its end cut to two digits: "2018–23", "FY2021-22".
+_SHORT_SPAN = re.compile(r"(?<![\d.,])((?:19|20)\d\d)([–—‐‑-]|/)(\d\d)(?![\d%]|[.,]\d)")
+# A fiscal or calendar year's, a quarter's or a half's label: "FY2023", "FY22", "CY'21", "Q3 2023".
+_PERIOD = re.compile(r"\b(FY|CY|Q[1-4]|H[12])\s?['’]?(\d{4}|\d{2})\b")
+# Whole numbers grouped by thousands with plain spaces ("31 600", "1 402"): at most five groups, so
+# no run is tried more than five groups deep (linear).
+_SPACED = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3}){1,5}(?:[.,]\d{1,6})?(?![\d]|[.,]\d)")
+
+
 def plain(text: str) -> str:
     """``text`` without what is not a figure of it: links' addresses (their
     text kept), bare URLs, footnote markers and list numbers run into the
-    text; character references read (``&#39;`` is a quote, not 39)."""
-    return _RUN_IN_ITEM.sub(" ", _MARKERS.sub(" ", _URL.sub(" ", _LINK.sub(r"\1", html.unescape(text)))))
+    text; character references read (``&#39;`` is a quote, not 39);
+    thousands grouped by a no-break or thin space joined ("2 150" is
+    2150); a span of years' two-digit end written whole ("2018–23" is
+    2018–2023, not a figure 23), and a period's label apart from its year
+    ("FY2023" is FY 2023)."""
+    text = _RUN_IN_ITEM.sub(" ", _MARKERS.sub(" ", _URL.sub(" ", _LINK.sub(r"\1", html.unescape(text)))))
+    return _SHORT_SPAN.sub(_whole_span, _PERIOD.sub(_period_year, _GROUP_SPACE.sub("", text)))
+
+
+def _period_year(match: re.Match[str]) -> str:
+    """ "FY2023" as "FY 2023", "FY22" as "FY 2022": its year a figure (a
+    label glued to its year is no name, and "22" no figure)."""
+    year = match.group(2)
+    return f"{match.group(1)} {year if len(year) == 4 else 2000 + int(year)}"
+
+
+def _whole_span(match: re.Match[str]) -> str:
+    start, end = int(match.group(1)), int(match.group(3))
+    century = start - start % 100 + (100 if end < start % 100 else 0)
+    return f"{match.group(1)}{match.group(2)}{century + end}"
+
+
+def joined_thousands(text: str) -> str:
+    """``text`` (``plain``) with whole numbers grouped by plain spaces read
+    as one ("31 600" is 31600): how a statement in French or SI style
+    writes them. Material is read both ways (``spaced_figures``): a PDF's
+    table row "168 171 183" is three figures there."""
+    return _SPACED.sub(lambda m: m.group().replace(" ", ""), text)
+
+
+def spaced_figures(text: str, writing: str | None = "") -> list[Figure]:
+    """The figures of ``text`` (``plain``) that only a reading of its
+    space-grouped numbers as one gives ("31 600": 31600)."""
+    spans = [m.group().replace(" ", "") for m in _SPACED.finditer(text)]
+    return figures(" ; ".join(spans), writing) if spans else []
 
 
 def hedged(text: str) -> bool:

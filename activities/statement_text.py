@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from activities import reading
-from activities.figures import CJK, Figure, convention, figures, plain
+from activities.figures import CJK, Figure, convention, figures, joined_thousands, plain
 
 MAX_REPORT = 60_000  # characters of a report looked at
 MAX_STATEMENTS = 150
@@ -23,7 +23,11 @@ _SENTENCE_END = re.compile(r"[.!?;][*_\"”’)\]]{0,3}(?=\s)|[。！？；]")
 _MARKS = re.compile(r"^(?:>[ \t]?){0,5}(?:[-*+][ \t]+|\d{1,3}[.)][ \t]+)?")  # quote and list marks
 _ORDINAL_END = re.compile(r"(?<![\d.,])\d{1,2}\.$")  # "am 6. Mai": no sentence ends there
 _REFERENCE_END = re.compile(r"&#?[A-Za-z0-9]{1,8};[*_\"”’)\]]{0,3}$")  # "Ferries&#39; route": no sentence ends there
-_ABBREVIATION_END = re.compile(r"(?i)(?<![^\W\d_])(?:vs|e\.g|i\.e|cf|approx|ca|incl|resp|esp)\.$")  # "2.5 vs. 1.9"
+# "2.5 vs. 1.9", "c. 19 %", "Op. profit", "18,4 Mio. £", "3 Dec. 2018": no sentence ends there
+_ABBREVIATION_END = re.compile(
+    r"(?i)(?<![^\W\d_])(?:vs|e\.g|i\.e|cf|approx|ca|c|incl|resp|esp|op|est|avg|fig|env|mio|mrd|mill|md|bzw|ggf|vgl"
+    r"|jan|feb|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.$"
+)
 NAME = re.compile(r"[^\W\d_][\w'’-]*")
 LINKED = re.compile(r"\[[^\[\]\n]{0,400}\]\(((?:https?|file)://[^()\s]{1,2000})\)")
 _SOURCES = (
@@ -191,7 +195,7 @@ def statements_of(report: str, question: str, writing: str | None = None) -> lis
     found: dict[str, Sentence] = {}
     for text, row, context in _units(report[:MAX_REPORT]):
         text = text[:MAX_SENTENCE]
-        bare = plain(text)
+        bare = joined_thousands(plain(text))
         found_figures = [f for f in figures(bare, writing) if not f.small][:MAX_FIGURES]
         if len(reading.terms(bare)) < 3 and not found_figures:
             continue

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from activities import reading
 from activities.derivation import derive, sequences, shown
-from activities.figures import Figure, constants, convention, figures, hedged, plain
+from activities.figures import Figure, constants, convention, figures, hedged, plain, spaced_figures
 from activities.statement_text import LINKED, NAME, Sentence, lacks, named_in, sentences, statements_of
 from workflows.support_models import Statement, SupportCounts
 
@@ -105,7 +105,7 @@ class Passage:
         """(terms, figures) of each line, read once."""
         if self._lines is None:
             self._lines = [
-                (set(reading.terms(line)), figures(plain(line), self.writing)) for line in self.text.split("\n")
+                (set(reading.terms(line)), _read(plain(line), self.writing)) for line in self.text.split("\n")
             ]
         return self._lines
 
@@ -116,7 +116,7 @@ class Passage:
         if self._units is None:
             lines = self.text.split("\n")
             self._units = [
-                (stems(reading.terms(unit)), figures(plain(unit), self.writing))
+                (stems(reading.terms(unit)), _read(plain(unit), self.writing))
                 for line in lines
                 for unit in (sentences(line) if not line.lstrip().startswith("|") else [line])
             ]
@@ -149,6 +149,12 @@ def _among(figure: Figure, values: list[float], hedge: bool) -> bool:
     return False
 
 
+def _read(text: str, writing: str | None) -> list[Figure]:
+    """The figures of material ``text`` (``plain``), its space-grouped
+    numbers read both ways ("31 600": 31 and 600, and 31600)."""
+    return figures(text, writing) + spaced_figures(text, writing)
+
+
 def _url_of(text: str) -> str:
     found = LINKED.search(text)
     return found.group(1) if found else ""
@@ -175,7 +181,7 @@ def passages_of(shown: str) -> list[Passage]:
                 text = piece[start : start + MAX_PASSAGE]
                 clean = plain(text)
                 writing = convention(clean)
-                out.append(Passage(text, _url_of(piece), figures(clean, writing), stems(reading.terms(clean)), writing))
+                out.append(Passage(text, _url_of(piece), _read(clean, writing), stems(reading.terms(clean)), writing))
     return out
 
 

@@ -11,6 +11,7 @@ CONVERSIONS = (
     (2.20462, "lb per kg", ("pound", " lb", "kg", "kilogram")),
     (3.28084, "ft per m", ("feet", "foot", " ft", "metre", "meter")),
     (2.54, "cm per inch", ("inch", " in.", "cm", "centimet")),
+    (25.4, "mm per inch", ("inch", " in.", " in)", "mm", "millimet")),
     (3.78541, "litres per US gallon", ("gallon", "litre", "liter")),
     (4.54609, "litres per imperial gallon", ("gallon", "litre", "liter")),
     (1.852, "km per nautical mile", ("nautical", "knot", " kn")),

@@ -1,0 +1,87 @@
+"""How strong models write numbers and periods, read as they mean them
+(``activities/figures.plain``, ``activities/support``): a second set of
+faithful reports, written for this suite's recorded reporter material in
+the styles an outside check may try (French, German, Italian, Portuguese,
+Japanese; executive summaries, fiscal-year labels, thousands grouped by
+spaces, unit conversions, hedged and terse answers, "not given" answers).
+None may be judged invention enough to be asked for again; the unit tests
+below pin each way of writing that one of them was refused for.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from activities.figures import figures, joined_thousands, plain
+from activities.llm import _material, shown_text
+from activities.statement_text import sentences
+from activities.support import support_of
+from workflows.statements import invented_too_much, mostly_invention
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = ROOT / "tests" / "fixtures" / "strong" / "probe"
+MATERIAL = ROOT / "tests" / "fixtures" / "material"
+QUESTIONS = {
+    (t := json.loads(line))["id"]: t["question"]
+    for line in (ROOT / "client/evaluation/builtin/tasks.jsonl").read_text(encoding="utf-8").splitlines()
+    if line.strip()
+}
+TASKS = sorted((p.name for p in MATERIAL.iterdir()), key=len, reverse=True)
+
+
+def material(task: str) -> str:
+    request = json.loads((MATERIAL / task / "reporter.json").read_text(encoding="utf-8"))
+    return shown_text(_material(request["messages"]))
+
+
+@pytest.mark.parametrize("path", sorted(PROBE.glob("*.md")), ids=lambda p: p.stem)
+def test_a_faithful_report_in_any_style_is_not_judged_invention(path: Path):
+    task = next(t for t in TASKS if path.stem.startswith(f"{t}-"))
+    counts, statements = support_of(path.read_text(encoding="utf-8"), material(task), QUESTIONS.get(task, ""))
+    assert counts is not None and counts.stated + counts.derived >= 3, path.stem
+    invented = [s.text for s in statements if s.invented]
+    assert not invented_too_much(counts) and not mostly_invention(counts), invented
+
+
+def values(text: str) -> list[float]:
+    return [f.values[0] for f in figures(joined_thousands(plain(text)))]
+
+
+def test_thousands_grouped_by_spaces_are_one_figure():
+    assert values("| Mouette tridactyle | 2 150 | 1 333 | −38 % |") == [2150, 1333, 38]
+    assert values("31\u202f600 passagers, 1\u00a0402 couples, 2\u2009950 unités") == [31600, 1402, 2950]
+    assert values("en 2023 240 couples") == [2023, 240]  # a year is no thousands group
+    assert values("1 234 567,5 t") == [1234567.5] or values("1 234 567,5 t")[0] == 1234567
+
+
+def test_material_reads_a_row_of_figures_both_ways():
+    """A PDF's table row flattened to "168 171 183" is three figures in the
+    material (and one, 168171183, too): a report's "168 employees" is stated."""
+    shown = "[Report](http://x/r): Employees (year end) 168 171 183 196 212."
+    counts, statements = support_of("The company had 171 employees at the end of the year.", shown)
+    assert counts is not None and statements[0].support == "stated"
+
+
+def test_a_fiscal_years_label_is_no_name_and_its_year_is_checked():
+    shown = "[Annual report](http://x/a): Revenue was £18.4 million in 2021 and £26.0 million in 2023."
+    _, ok = support_of("Revenue rose from £18.4 million in FY2021 to £26.0 million in FY23.", shown)
+    assert [(s.support, s.invented) for s in ok] == [("stated", False)]
+    _, wrong = support_of("Revenue was £26.0 million in FY2031.", shown)  # a year the material lacks
+    assert wrong[0].invented
+
+
+def test_a_span_of_years_cut_to_two_digits_is_no_figure():
+    assert values("Growth was even across 2021–23 and FY2021/22.") == [2021, 2023, 2021, 2022]
+    assert values("Surveys of 1998-02 and 2018-23") == [1998, 2002, 2018, 2023]
+    assert values("scores of 2019-5") == [2019, 5]  # not a span of years
+
+
+def test_an_abbreviation_ends_no_sentence():
+    assert sentences("Op. margin rose to 16.9 %, a CAGR of c. 19 %. Then it fell.") == [
+        "Op. margin rose to 16.9 %, a CAGR of c. 19 %.",
+        "Then it fell.",
+    ]
+    assert sentences("Umsatz: 26,0 Mio. £ im Jahr 2023.") == ["Umsatz: 26,0 Mio. £ im Jahr 2023."]
