@@ -67,10 +67,15 @@ def is_cjk(text: str) -> bool:
     return bool(letters) and len(_CJK.findall(text[:2000])) / letters > 0.3
 
 
+_ELISION = re.compile(r"\b(?:[cdjlmnst]|qu)['’](?=[^\W\d_])", re.IGNORECASE)  # French "l’", "d’", "qu’"
+
+
 def _function_words(text: str) -> list[str]:
-    """Lower-cased words, stop words kept; CJK text character by character."""
+    """Lower-cased words, stop words kept; CJK text character by character.
+    Not a French elision's letter ("l’Agence", "d’après"), which English
+    text has as words of its own ("s" of "harbour's")."""
     out: list[str] = []
-    for word in _WORD.findall(text.lower()):
+    for word in _WORD.findall(_ELISION.sub("", text).lower()):
         out += _CJK.findall(word) if _CJK.search(word) else [word]
     return out
 

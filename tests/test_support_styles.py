@@ -18,7 +18,7 @@ import pytest
 from activities.figures import figures, joined_thousands, plain
 from activities.llm import _material, shown_text
 from activities.statement_text import sentences
-from activities.support import support_of
+from activities.support import _prose, same_language, support_of
 from workflows.statements import invented_too_much, mostly_invention
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,3 +85,13 @@ def test_an_abbreviation_ends_no_sentence():
         "Then it fell.",
     ]
     assert sentences("Umsatz: 26,0 Mio. £ im Jahr 2023.") == ["Umsatz: 26,0 Mio. £ im Jahr 2023."]
+
+
+def test_a_french_report_full_of_elisions_is_not_taken_for_english():
+    """The letters elided in "l’Agence", "d’après", "s’est" are words of
+    English text too ("s" of "harbour's"); they no longer count, so a French
+    report over English sources is read as another language (its words are
+    not asked to match), not as English full of unknown names."""
+    report = (PROBE / "selm-nitrate-fr-short.md").read_text(encoding="utf-8")
+    assert not same_language(_prose(report), material("selm-nitrate"))  # its prose, as support_of reads it
+    assert same_language("The harbour's board met. It's the mayor's office.", material("selm-nitrate"))
