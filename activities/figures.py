@@ -205,9 +205,20 @@ def spaced_figures(text: str, writing: str | None = "") -> list[Figure]:
     return figures(" ; ".join(spans), writing) if spans else []
 
 
+_LATIN_HEDGES = sorted(
+    {h.strip() for h in HEDGES if not CJK.search(h) and h.strip() not in "~≈"}, key=len, reverse=True
+)
+# A hedge as a word of its own: not "environ" of "Environment", "over" of "turnover", "c." of "Dec." or "etc.".
+_HEDGE = re.compile(
+    rf"(?<![^\W\d_])(?:{'|'.join(re.escape(h) for h in _LATIN_HEDGES)})(?![^\W\d_])"
+    rf"|[~≈]|{'|'.join(h for h in HEDGES if CJK.search(h))}",
+    re.IGNORECASE,
+)
+
+
 def hedged(text: str) -> bool:
-    low = f" {text.lower()}"
-    return any(h in low for h in HEDGES)
+    """Whether ``text`` hedges its figures ("about 2,700", "c. 19 %", "约")."""
+    return _HEDGE.search(text) is not None
 
 
 _DECIMAL_POINT = re.compile(r"\d\.\d{1,2}(?![\d.,])")  # 18.4: so 1,960 is thousands

@@ -135,7 +135,10 @@ NOT_NAMES = frozenset(
     # nationalities and languages, capitalised in English but no names of what a source must say
     "english british scottish welsh irish american canadian european african asian chinese japanese korean "
     "french german spanish italian portuguese dutch swedish norwegian danish finnish russian polish greek "
-    "turkish arabic indian australian international national celsius fahrenheit".split()
+    "turkish arabic indian australian international national celsius fahrenheit "
+    # abbreviations of months and days, and of periods and rates
+    "jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat sun "
+    "yoy qoq mom ytd est approx avg".split()
 )
 
 
@@ -169,16 +172,27 @@ def names(text: str) -> list[str]:
     return out
 
 
+# English function words German does not share: a text with enough of them is English, however many names.
+_ENGLISH = frozenset("the of and to by with from that for is are this which".split())
+ENGLISH_SHARE = 0.08
+
+
 def capitalises_nouns(text: str) -> bool:
     """Whether ``text`` capitalises more than names (German capitalises every
-    noun): over a quarter of the words inside its sentences are."""
-    inside = capital = 0
-    for match in NAME.finditer(text[:MAX_REPORT]):
+    noun): over a quarter of the words inside its sentences are. Its
+    prose only: not headings or table rows, which English writes in Title
+    Case or fills with names, nor lines of links."""
+    lines = text[:MAX_REPORT].split("\n")
+    text = "\n".join(line for line in lines if not line.lstrip().startswith(("#", "|")) and "](" not in line)
+    inside = capital = english = 0
+    for match in NAME.finditer(text):
+        english += match.group().lower() in _ENGLISH
         before = text[max(0, match.start() - 2) : match.start()].rstrip()
         if before and before[-1] not in ".!?:;|#-*>\n":
             inside += 1
             capital += match.group()[0].isupper()
-    return inside >= 20 and capital / inside > 0.25
+    # English full of names ("Warden Callum Reid of the Hallow Point Puffin Trust") is still English
+    return inside >= 20 and capital / inside > 0.25 and english < ENGLISH_SHARE * inside
 
 
 def statements_of(report: str, question: str, writing: str | None = None) -> list[Sentence]:
@@ -262,7 +276,10 @@ def sources_heading(heading: str) -> bool:
     if CJK.search(text):
         return len(text) <= SOURCES_HEADING_CJK and any(word in text for word in _SOURCES)
     words = [w for w in text.split() if any(c.isalpha() for c in w)]  # not "5." or an emoji
-    return len(words) <= SOURCES_HEADING_WORDS and any(word in w for w in words[:2] for word in _SOURCES)
+    # a sources word, not a verb made of one ("## Sourced context and background" is a section)
+    opening = [w.strip(":*_.,()[]") for w in words[:2]]
+    opening = [w for w in opening if not w.endswith(("ed", "ing"))]
+    return len(words) <= SOURCES_HEADING_WORDS and any(word in w for w in opening for word in _SOURCES)
 
 
 def _rule_row(line: str) -> bool:

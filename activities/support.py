@@ -281,9 +281,9 @@ def classify(
     ``trusted``: (value, whether a percentage) of the figures the report
     stated or derived before it, the latest first."""
     text = " ".join(sentence.text.split())
-    if lacks(sentence.bare):
-        return Statement(text=text, support="absent")
     hedge = hedged(sentence.bare)
+    if lacks(sentence.bare) and not _unfound(sentence, material, hedge):
+        return Statement(text=text, support="absent")
     # in another language, a word the material lacks is a translation, not a name
     unknown = [] if cross else [n for n in sentence.names if not material.known(n)]
     matched = material.matching(sentence)
@@ -322,6 +322,18 @@ def classify(
             basis, arithmetic = derived
             return Statement(text=text, support="derived", basis=basis, arithmetic=arithmetic)
     return _unsupported(text, lacking, unknown, material, hedge)
+
+
+def _unfound(sentence: Sentence, material: Material, hedge: bool) -> bool:
+    """Whether a statement carries a figure (not a year: the one asked
+    about, that the material lacks) found nowhere in the material: "the
+    cost is not reported, though the institute spent £312,000" says more
+    than what the material lacks, and is judged as any statement."""
+    factors = constants(sentence.bare)
+    return any(
+        not f.year and not material.anywhere(f, hedge) and not any(f.matches(k) for k in factors)
+        for f in sentence.figures
+    )
 
 
 def _local(sentence: Sentence, passage: Passage, figs: list[Figure], hedge: bool, overlap: float) -> float:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from activities.figures import figures, joined_thousands, plain
+from activities.figures import figures, hedged, joined_thousands, plain
 from activities.llm import _material, shown_text
-from activities.statement_text import sentences
+from activities.statement_text import capitalises_nouns, sentences, sources_heading
 from activities.support import _prose, same_language, support_of
 from workflows.statements import invented_too_much, mostly_invention
 
@@ -95,3 +95,48 @@ def test_a_french_report_full_of_elisions_is_not_taken_for_english():
     report = (PROBE / "selm-nitrate-fr-short.md").read_text(encoding="utf-8")
     assert not same_language(_prose(report), material("selm-nitrate"))  # its prose, as support_of reads it
     assert same_language("The harbour's board met. It's the mayor's office.", material("selm-nitrate"))
+
+
+# --- invented reports, written to slip through (tests/fixtures/weak/probe) ---------------
+
+WEAK = ROOT / "tests" / "fixtures" / "weak" / "probe"
+
+
+@pytest.mark.parametrize("path", sorted(WEAK.glob("*.md")), ids=lambda p: p.stem)
+def test_an_invented_report_in_any_style_is_caught(path: Path):
+    """Invented figures written with spaces, in fiscal years or year spans,
+    in French, German, Italian or Spanish, after "c." or "approx.", wrong
+    conversions, invented table rows, names hidden in Title Case, figures
+    behind "not reported": each report is invention enough to be asked for
+    again (a third of its factual statements or more invented)."""
+    task = next(t for t in TASKS if path.stem.startswith(f"{t}-"))
+    counts, statements = support_of(path.read_text(encoding="utf-8"), material(task), QUESTIONS.get(task, ""))
+    assert invented_too_much(counts) or mostly_invention(counts), [(s.support, s.text[:80]) for s in statements]
+
+
+def test_a_hedge_is_a_word_of_its_own():
+    assert hedged("about 2,700") and hedged("c. 19 %") and hedged("environ 2 000") and hedged("约860台")
+    assert not hedged("the Environment Agency's 20 stations")  # not "environ"
+    assert not hedged("turnover of £26.0 million") and not hedged("the founder, 3 Dec. 2018, etc. 5")
+
+
+def test_english_full_of_names_is_still_english():
+    """Capitalised names and Title Case headings made an English report look
+    German (nouns capitalised), so its statements of names only were never
+    judged: "The RP-9 was designed by Edith Rusk at the Kelderby Institute"."""
+    report = (WEAK / "puffins-latest-titlecase.md").read_text(encoding="utf-8")
+    assert not capitalises_nouns(report)
+    assert capitalises_nouns("Die Firma hat im Jahr 2023 einen Umsatz von 26 Millionen Pfund erzielt. " * 4)
+
+
+def test_not_reported_shields_no_figure_found_nowhere():
+    shown = "[Survey](http://x/s): The survey counted 1,333 pairs of kittiwakes in 2023."
+    _, said = support_of("The survey's cost is not reported, though the institute spent £312,000 on it.", shown)
+    assert said[0].support == "unsupported" and said[0].invented
+    _, honest = support_of("No figure for 2012 is given; the survey's count was 1,333 pairs in 2023.", shown)
+    assert honest[0].support == "absent"
+
+
+def test_a_heading_made_of_a_sources_verb_opens_no_sources_section():
+    assert sources_heading("## Sources") and sources_heading("## Key Citations")
+    assert not sources_heading("## Sourced context and background")
