@@ -158,8 +158,8 @@ class Figure(NamedTuple):
 _GROUP_SPACE = re.compile(r"(?<=\d)[\u00a0\u202f\u2009](?=\d{3}(?!\d))")
 # A span of years with its end cut to two digits: "2018–23", "FY2021-22".
 _SHORT_SPAN = re.compile(r"(?<![\d.,])((?:19|20)\d\d)([–—‐‑-]|/)(\d\d)(?![\d%]|[.,]\d)")
-# A fiscal or calendar year's, a quarter's or a half's label: "FY2023", "FY22", "CY'21", "Q3 2023".
-_PERIOD = re.compile(r"\b(FY|CY|Q[1-4]|H[12])\s?['’]?(\d{4}|\d{2})\b")
+# A fiscal or calendar year's label: "FY2023", "FY22", "CY'21" (not a quarter's or a half's: "H2 50 kg" is hydrogen).
+_PERIOD = re.compile(r"\b(FY|CY)\s?['’]?(\d{4}|\d{2})\b")
 # Whole numbers grouped by thousands with plain spaces ("31 600", "1 402"): at most five groups, so
 # no run is tried more than five groups deep (linear).
 _SPACED = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3}){1,5}(?:[.,]\d{1,6})?(?![\d]|[.,]\d)")
@@ -178,8 +178,9 @@ def plain(text: str) -> str:
 
 
 def _period_year(match: re.Match[str]) -> str:
-    """ "FY2023" as "FY 2023", "FY22" as "FY 2022": its year a figure (a
-    label glued to its year is no name, and "22" no figure)."""
+    """A fiscal year's label apart from its year, written whole ("FY2023"
+    as FY 2023, "FY22" as FY 2022): its year a figure, the label no name,
+    and "22" no figure."""
     year = match.group(2)
     return f"{match.group(1)} {year if len(year) == 4 else 2000 + int(year)}"
 

@@ -6,11 +6,11 @@ times), never cut off at the end.
 A condensation is the model rewriting research, so it is held to what it
 was given (issue 37): the model activity traces its statements against the
 text it condensed (``keep_shown``), and one that states figures or names
-that text lacks, by a report's bar (``invents``: SmolLM2-135M, asked to
-condense a step's passages three rounds running, wrote "The Ocean Life 2.0 … founded by
-Olvane Instruments Ltd in 2016", a venture and a year no page gives, and
-the reporter then "stated" them from it) is not used: the text is shortened
-by the workflow instead (``shortened``: whole paragraphs, the first ones).
+that text lacks, by a report's bar, is not used (``invents``: SmolLM2-135M,
+asked to condense a step's passages three rounds running, wrote "The Ocean
+Life 2.0 … founded by Olvane Instruments Ltd in 2016", a venture and a year
+no page gives, and the reporter then "stated" them from it): the workflow
+shortens the text instead (``shortened``: whole paragraphs, the first ones).
 Passages the workflow put in a step's place (its model wrote nothing, or
 fiction: ``stands_for_findings``) are shortened so too, never given to a
 model to rewrite: they are already the pages' own words, best first.
