@@ -80,19 +80,23 @@ async def test_a_repeated_query_costs_one_search(temporal_client, task_queue, wo
     assert result.usage.searches == 3 + len(leads) and result.usage.cache_hits >= 3
 
 
+# Ninety different sentences (a reply of one sentence again and again is cut as a loop), no digits.
+FILLER = " ".join(
+    f"Sentence {a}{b}{n % 7 * 'x'} gives background of little use."
+    for n, (a, b) in enumerate([(a, b) for a in "bcdfghk" for b in "aeiou" * 3][:90])
+)
+
+
 async def test_a_six_step_report_under_an_8k_window_keeps_every_steps_fact(
     temporal_client, task_queue, research_worker, llm, script
 ):
     """Six long findings do not fit the reporter's window together: each is
     condensed first, and every step's key fact reaches the report."""
     script.steps = [(f"Aspect {i}", "research") for i in range(6)]
-    # Ninety different sentences (a reply of one sentence again and again is cut as a loop), no digits.
-    names = [a + b for a in "bcdfghk" for b in "aeiou" * 3][:90]
-    filler = " ".join(f"Sentence {name}{n % 7 * 'x'} gives background of little use." for n, name in enumerate(names))
 
     def researcher(request):
         step = re.search(r"## (Aspect \d)", request["messages"][1]["content"]).group(1)
-        return f"{filler}\nFACT: {step} measured {int(step[-1]) * 111 + 7} units\n{filler}"
+        return f"{FILLER}\nFACT: {step} measured {int(step[-1]) * 111 + 7} units\n{FILLER}"
 
     script.researcher = researcher
     llm.context_window = 8000  # anything larger is refused, as a provider would
@@ -123,12 +127,10 @@ async def test_a_condensation_that_states_what_its_findings_do_not_is_not_used(
     step's findings are shortened by the workflow instead, and the invention
     reaches neither the reporter nor the report."""
     script.steps = [(f"Aspect {i}", "research") for i in range(4)]
-    names = [a + b for a in "bcdfghk" for b in "aeiou" * 3][:90]
-    filler = " ".join(f"Sentence {name}{n % 7 * 'x'} gives background of little use." for n, name in enumerate(names))
 
     def researcher(request):
         step = re.search(r"## (Aspect \d)", request["messages"][1]["content"]).group(1)
-        return f"FACT: {step} measured {int(step[-1]) * 111 + 7} units\n\n{filler}\n\n{filler}"
+        return f"FACT: {step} measured {int(step[-1]) * 111 + 7} units\n\n{FILLER}\n\n{FILLER}"
 
     def editor(request):
         fact = re.search(r"FACT: [^\n]+", request["messages"][-1]["content"])
