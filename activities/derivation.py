@@ -1,10 +1,10 @@
 """Whether a statement's new figures follow from figures its material states
-(``activities/support.py`` asks; ``activities/figures.py`` does the
+(``activities/support.py`` asks; ``activities/arithmetic.py`` does the
 arithmetic): the pool of figures a statement may compute from, and the
 derivation of each figure it adds, in up to two steps (a difference, then
 the share it is of a total: "an increase of 7.6 (7.6 / 18.4 = 0.413)").
 
-The pool, most relevant first and bounded (``figures.MAX_POOL``): the
+The pool, most relevant first and bounded (``arithmetic.MAX_POOL``): the
 material's values of the figures the statement itself states; those of the
 sentence before it or of its table's earlier rows that the material states
 or the report already derived (``trusted``); the question's figures; the
@@ -16,7 +16,8 @@ functions on bounded inputs.
 from __future__ import annotations
 
 from activities import reading
-from activities.figures import MAX_POOL, Derivations, Figure, figures, plain, run_candidates, word_factors
+from activities.arithmetic import MAX_POOL, Derivations, run_candidates
+from activities.figures import Figure, figures, plain, word_factors
 from workflows.support_models import Basis
 
 SHOWN_PASSAGE = 400  # characters of a passage kept with a figure it gives

@@ -1,5 +1,6 @@
-"""Figures in text, and whether one follows by arithmetic from others: pure
-functions for the statement support of a report (``activities/support.py``).
+"""Figures in text: pure functions for the statement support of a report
+(``activities/support.py``; the arithmetic between figures is
+``activities/arithmetic.py``).
 
 A figure is a number as a writer wrote it: ``1,960``, ``36.5 %``, ``£3.2
 million``, ``4.312`` (German thousands), ``3,2`` (a decimal comma). It keeps
@@ -10,30 +11,17 @@ it. Not figures: footnote markers (``[3]``, ``[^3]``, ``¹``), numbers inside
 links' addresses, model names (``Tern-4``, ``RP-9``, ``CO2``), ordinals, list
 numbering.
 
-``derivations`` lists what a bounded set of stated figures gives by one step
-of arithmetic (difference, sum, product, ratio, share and percentage change,
-compound annual rate, averages and sums of a run of figures, common unit
-conversions); ``derive`` finds a figure among them within its rounding.
-Bounded: at most ``MAX_POOL`` figures and ``MAX_RUN`` in a run, so a
-statement costs a few thousand operations whatever the texts.
-
 Every pattern is linear.
 """
 
 from __future__ import annotations
 
-import bisect
 import html
-import math
 import re
-from dataclasses import dataclass
 from typing import NamedTuple
 
-from activities.units import CONVERSIONS, TEMPERATURES, constants, word_factors  # noqa: F401 (re-exported)
+from activities.units import constants, word_factors  # noqa: F401 (re-exported)
 
-MAX_POOL = 30  # figures a statement's arithmetic may start from
-MAX_RUN = 24  # figures of one passage or table column whose runs are summed and averaged
-MAX_YEARS = 6  # spans of years between the pool's years tried as a compound rate's periods (else 2 to 5)
 _MARKERS = re.compile(r"\[\^?\d{1,3}(?:\s{0,3}[,–-]\s{0,3}\^?\d{1,3}){0,20}\]|【\d{1,3}】|[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
 _LINK = re.compile(r"\[([^\[\]\n]{0,400})\]\([^()\s]{0,2000}\)")
 # A list's number run into the text (a PDF's "… in 2028. 3. Repeat the survey"): after a sentence's end,
@@ -312,229 +300,3 @@ def _coarse(digits: str) -> float:
     """The unit of a whole number's last non-zero digit: 2700 -> 100, 312 -> 1."""
     stripped = digits.rstrip("0")
     return 10.0 ** (len(digits) - len(stripped)) if stripped else 1.0
-
-
-@dataclass(frozen=True)
-class Derivation:
-    value: float
-    how: str  # e.g. "(2,675 − 1,960) / 1,960 = 36.48 %"
-    uses: tuple[float, ...]  # the figures it starts from
-
-
-# What a candidate is: (value, rank, op, operands); rank orders the simpler
-# first, and a derivation from the statement's own figures before others.
-_Candidate = tuple[float, int, str, tuple[float, ...]]
-# The operations a statement's words name: a derivation of that kind is preferred.
-NAMED_OPS = {
-    "rate": ("cagr", "compound", "annual rate", "a year", "per year", "yearly", "annualised", "annualized"),
-    "mean": ("average", "mean", "per month", "a month"),
-    "total": ("total", "in all", "altogether", "combined"),
-    "part": ("share of", "of all", "of the total", "took"),
-    "change": (" increase", "decrease", " grew", " rose", " fell", "growth", "decline", " change", "higher", "lower"),
-    "diff": (" more ", " fewer ", " less ", "difference", "margin", " by "),
-}
-_PERCENT_OPS = frozenset({"share", "change", "rate", "fraction", "part"})
-_POINT_OPS = frozenset({"sum%", "diff%"})
-
-
-def _pairs(
-    pool: list[tuple[float, bool]], periods: list[int], percent: bool, years: set[float] = frozenset()
-) -> list[_Candidate]:
-    """One step from two figures; shares, changes and rates only when a
-    percentage is looked for. A year (one of ``years``) only ever meets
-    another year, in a difference ("52 years newer"): 5,000 / 2023 is
-    chance, not arithmetic."""
-    out: list[_Candidate] = []
-    for i, (a, pa) in enumerate(pool):
-        for j, (b, pb) in enumerate(pool):
-            if i == j:
-                continue
-            if a in years or b in years:
-                if i < j and a in years and b in years:
-                    out.append((abs(a - b), 1, "diff", (max(a, b), min(a, b))))
-                continue
-            mixed = 3 if pa != pb else 0  # a percentage and a count seldom make one figure
-            if i < j:
-                points = "%" if pa and pb else ""  # percentages added or set apart: points
-                out += [
-                    (a + b, 2 + mixed, "sum" + points, (a, b)),
-                    (abs(a - b), 1 + mixed, "diff" + points, (max(a, b), min(a, b))),
-                ]
-                out.append((a * b, 4 + mixed, "product", (a, b)))
-            if b == 0:
-                continue
-            r = a / b
-            out.append((r, 3, "ratio", (a, b)))
-            if not percent:
-                continue
-            out += [(r * 100, 3, "share", (a, b)), (abs(r - 1) * 100, 3, "change", (a, b))]
-            if a + b:
-                out.append((a / (a + b) * 100, 4, "part", (a, b)))
-            if r > 0 and a != b:
-                out += [(abs(r ** (1 / n) - 1) * 100, 5, "rate", (a, b, float(n))) for n in periods]
-    return out
-
-
-def _conversions(pool: list[tuple[float, bool]], units: str) -> list[_Candidate]:
-    """Unit conversions the statement's words name (``units``, lower-cased,
-    spaced), and a fraction as a percentage."""
-    named = [n for n, (_, _, words) in enumerate(CONVERSIONS) if any(w in units for w in words)]
-    degrees = any(w in units for w in TEMPERATURES)
-    out: list[_Candidate] = []
-    for a, _ in pool:
-        out.append((a, 6, "same", (a,)))  # only with a scale: "2,675 t" as "2,675,000 kg"
-        for n in named:
-            k = CONVERSIONS[n][0]
-            out += [(a * k, 2, f"times{n}", (a,)), (a / k, 2, f"per{n}", (a,))]
-        if degrees:
-            out += [(a * 1.8 + 32, 2, "fahrenheit", (a,)), ((a - 32) / 1.8, 2, "celsius", (a,))]
-        if a < 10:
-            out.append((a * 100, 2, "fraction", (a,)))
-    return out
-
-
-def run_candidates(runs: list[list[float]]) -> list[_Candidate]:
-    """Sums and averages of each run of three or more consecutive figures of
-    a sequence (a passage's figures in order, a table's column), sorted by
-    value: computed once per passage."""
-    out: list[_Candidate] = []
-    for seq in runs:
-        seq = seq[:MAX_RUN]
-        for i in range(len(seq)):
-            total = seq[i]
-            for j in range(i + 1, len(seq)):
-                total += seq[j]
-                if j - i >= 2:
-                    part = tuple(seq[i : j + 1])
-                    out += [(total, 4, "total", part), (total / len(part), 4, "mean", part)]
-    out.sort(key=lambda c: c[0])
-    return out
-
-
-def _n(x: float) -> str:
-    """A figure of a derivation, as a reader writes it: 2,675, 18.4, 36.48."""
-    if abs(x) >= 1e15 or (x and abs(x) < 1e-4):
-        return f"{x:.4g}"
-    if abs(x) >= 1000:
-        return f"{x:,.0f}" if abs(x - round(x)) < 0.005 else f"{x:,.2f}"
-    return f"{x:.4g}"
-
-
-def explain(op: str, uses: tuple[float, ...], value: float) -> str:
-    """The arithmetic of a derivation, as a reader checks it."""
-    a = uses[0]
-    b = uses[1] if len(uses) > 1 else 0.0
-    pct = f"{_n(value)} %"
-    if op.startswith("sum"):
-        return f"{_n(a)} + {_n(b)} = {_n(value)}"
-    if op.startswith("diff"):
-        return f"{_n(a)} − {_n(b)} = {_n(value)}"
-    if op.startswith(("times", "per")):
-        k, name, _ = CONVERSIONS[int(op.removeprefix("times").removeprefix("per"))]
-        return f"{_n(a)} {'×' if op.startswith('times') else '/'} {_n(k)} ({name}) = {_n(value)}"
-    simple = {
-        "same": _n(value),
-        "product": f"{_n(a)} × {_n(b)} = {_n(value)}",
-        "ratio": f"{_n(a)} / {_n(b)} = {_n(value)}",
-        "share": f"{_n(a)} / {_n(b)} = {pct}",
-        "change": f"({_n(a)} − {_n(b)}) / {_n(b)} = {_n((a - b) / b * 100 if b else value)} %",
-        "fraction": f"{_n(a)} × 100 = {pct}",
-        "part": f"{_n(a)} / ({_n(a)} + {_n(b)}) = {pct}",
-        "fahrenheit": f"{_n(a)} °C × 1.8 + 32 = {_n(value)} °F",
-        "celsius": f"({_n(a)} °F − 32) / 1.8 = {_n(value)} °C",
-        "total": f"{' + '.join(_n(x) for x in uses)} = {_n(value)}",
-        "mean": f"({' + '.join(_n(x) for x in uses)}) / {len(uses)} = {_n(value)}",
-    }
-    if op == "rate":
-        n = int(uses[2])
-        return f"({_n(a)} / {_n(b)})^(1/{n}) − 1 = {_n(((a / b) ** (1 / n) - 1) * 100)} %"
-    return simple[op]
-
-
-class Derivations:
-    """What a pool of stated figures gives by one step of arithmetic, sorted
-    by value for ``find``."""
-
-    def __init__(
-        self,
-        pool: list[tuple[float, bool]],
-        runs: list[list[_Candidate]] = (),
-        own: set[float] = (),
-        percent: bool = True,
-        units: str = "",
-        years: set[float] = frozenset(),
-    ) -> None:
-        """``pool``: (value, whether a percentage) of the stated figures, the
-        most relevant first; ``runs``: ``run_candidates`` of the passages;
-        ``own``: the figures the statement itself gives; ``percent``: whether
-        percentages are looked for; ``units``: the statement's text, whose
-        unit words allow their conversions; ``years``: the pool's values
-        written as years."""
-        pool = list(dict.fromkeys((float(v), bool(pc)) for v, pc in pool if math.isfinite(v)))[:MAX_POOL]
-        found_years = [a for a, _ in pool if _year(a)]
-        spans = sorted({abs(int(a - b)) for a in found_years for b in found_years if 0 < abs(a - b) <= 40})
-        periods = spans[:MAX_YEARS]  # a compound rate over the span of the years it speaks of
-        pairs = _pairs(pool, periods, percent, set(years))
-        found = [c for c in pairs + _conversions(pool, f" {units.lower()} ") if math.isfinite(c[0])]
-        found.sort(key=lambda c: c[0])
-        self.lists = [(found, [c[0] for c in found])] + [(r, [c[0] for c in r]) for r in runs]
-        self.own = set(own)
-        low = f" {units.lower()} "
-        self.named = {op for op, words in NAMED_OPS.items() if any(w in low for w in words)}  # what the words say
-
-    def find(
-        self, figure: Figure, hedge: bool = False, anchors: set[float] = frozenset(), close: set[float] | None = None
-    ) -> Derivation | None:
-        """The simplest derivation that rounds to ``figure``, or None; one
-        from the statement's own figures first. A year is never computed; a
-        figure of fewer than three significant digits ("20 %", "0.7") is
-        matched by too much by chance: a two-digit one must start from one
-        of ``anchors`` (what the question, the statement, the sentence before
-        it or the report stated), a one-digit one from ``close`` anchors only
-        (the same but what the report stated before the sentence before it;
-        default: ``anchors``)."""
-        if figure.year:
-            return None
-        close = anchors if close is None else close
-        best: tuple[int, _Candidate, float] | None = None
-        for reading in figure.readings:
-            # a scale the material states once ("£ million") and the statement writes out
-            shifts = (1.0,) if figure.percent else (1.0, 1e3, 1e6, 1e9, 1e-3, 1e-6, 1e-9)
-            for shift in shifts:
-                tol = reading.derived_tolerance(hedge) / shift
-                value = reading.value / shift
-                for items, keys in self.lists:
-                    lo = bisect.bisect_left(keys, value - tol)
-                    hi = bisect.bisect_right(keys, value + tol)
-                    for c in items[lo:hi]:
-                        if c[2] == "same" and shift == 1.0:
-                            continue  # a figure stated as it is: not derived
-                        if shift != 1.0 and c[2] != "same" and figure.digits < 3:
-                            continue  # arithmetic and a change of scale both, to two digits: chance
-                        if (
-                            figure.digits < 3
-                            and sum(u in (close if figure.digits < 2 else anchors) for u in set(c[3][:2]))
-                            < 3 - figure.digits
-                        ):
-                            continue  # "20 %": from one anchored figure; "5 %", "0.7": from close ones only
-                        own = all(u in self.own for u in c[3][:2])
-                        rank = c[1] + (shift != 1.0) - (10 if own else 0) - (3 if c[2] in self.named else 0)
-                        if _fits(c[2], figure) and (best is None or rank < best[0]):
-                            best = (rank, c, shift)
-        if best is None:
-            return None
-        _, (value, _, op, uses), shift = best
-        how = explain(op, uses, value) + (f" (× {_n(shift)})" if shift != 1.0 else "")
-        return Derivation(value * shift, how, uses[:2] if op == "rate" else uses)
-
-
-def _fits(op: str, figure: Figure) -> bool:
-    """A percentage comes from a share, a change, a rate, or a difference of
-    percentages (points); a plain figure never from a share, change or rate."""
-    if figure.percent:
-        return op in _PERCENT_OPS or op in _POINT_OPS
-    return op not in _PERCENT_OPS
-
-
-def _year(x: float) -> bool:
-    return x.is_integer() and 1800 <= x <= 2100

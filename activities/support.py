@@ -12,7 +12,7 @@ background search) is cut into passages, each with the page it comes from.
   of its words (in another language than the material: its figures and
   names suffice);
 - *derived*: each figure the passages lack follows by one step of arithmetic
-  from figures they state (``activities/figures.py``: differences, sums,
+  from figures they state (``activities/arithmetic.py``: differences, sums,
   ratios, shares and changes in per cent, compound rates, averages, unit
   conversions), within the rounding the statement uses;
 - *absent*: it says the material does not give something;

@@ -1,9 +1,11 @@
 """Capture what each role of a fixture run is shown, to write fixtures from.
 
     .venv/bin/python -m testkit.fixture_capture tests/fixtures/material [TASK ...]
+    .venv/bin/python -m testkit.fixture_capture OUT --suite DIR [--fixtures DIR]
 
-Runs each task (default: every task of the built-in suite but those with
-local resources) as ``tests/test_strong_outputs.py`` runs it: its own
+Runs each task (default: every task of the suite, the built-in one unless
+``--suite`` names a folder with ``tasks.jsonl`` and ``corpus/``, but those
+with local resources) as ``tests/test_strong_outputs.py`` runs it: its own
 Temporal dev server on free ports, the corpus web, the demo model for every
 role but those with a fixture in ``tests/fixtures/strong`` (a strong plan or
 strong findings change what the reporter is shown, so the capture runs with
@@ -34,8 +36,8 @@ STRONG = ROOT / "tests" / "fixtures" / "strong"
 CAPTURE = "capture"  # the reporter variant no fixture has: the demo model writes the report
 
 
-def default_tasks() -> list[str]:
-    return [task_id for task_id, task in tasks().items() if not task.get("resources")]
+def default_tasks(suite: Path = BUILTIN) -> list[str]:
+    return [task_id for task_id, task in tasks(suite).items() if not task.get("resources")]
 
 
 def kept(request: dict) -> dict:
@@ -43,22 +45,27 @@ def kept(request: dict) -> dict:
     return {"model": request.get("model"), "messages": request.get("messages")}
 
 
-async def capture(out: Path, chosen: list[str], locales: dict[str, str]) -> None:
+async def capture(
+    out: Path, chosen: list[str], locales: dict[str, str], suite: Path = BUILTIN, strong: Path | None = STRONG
+) -> None:
+    """Capture ``chosen`` tasks of ``suite``, with the strong plans and
+    findings of ``strong`` (None: the demo model for every role)."""
     with tempfile.TemporaryDirectory(prefix="fixture-capture-") as scratch:
         folder = Path(scratch)
-        fixtures = load_fixtures(STRONG) if (STRONG / "index.json").is_file() else load_fixtures()
+        has = strong is not None and (strong / "index.json").is_file()
+        fixtures = load_fixtures(strong, suite=suite) if has else load_fixtures(suite=suite)
         with (
             DevServer(db_file=folder / "temporal.db", log_file=folder / "server.log") as server,
-            CorpusWeb(BUILTIN / "corpus") as web,
+            CorpusWeb(suite / "corpus") as web,
             FixtureModel(fixtures, web_url=web.base_url) as model,
         ):
             client = await connect(Connection(address=server.address, data_dir=folder))
             cases = [Case(task, CAPTURE, locales.get(task)) for task in chosen]
             async with fixture_workers(client, model, web, folder, [CAPTURE]) as queues:
-                runs = await run_cases(client, queues, cases)
-            suite = tasks()
+                runs = await run_cases(client, queues, cases, suite)
+            suite_tasks = tasks(suite)
             for ran in runs:
-                question = " ".join(suite[ran.case.task]["question"].split())
+                question = " ".join(suite_tasks[ran.case.task]["question"].split())
                 place = out / (ran.case.task + (f"-{ran.case.locale}" if ran.case.locale else ""))
                 place.mkdir(parents=True, exist_ok=True)
                 mine = [s for s in model.seen if question in json.dumps(s["request"], ensure_ascii=False)]
@@ -85,9 +92,12 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("tasks", nargs="*")
     parser.add_argument("--locale", action="append", default=[], metavar="TASK=LOCALE")
+    parser.add_argument("--suite", type=Path, default=BUILTIN, help="a folder with tasks.jsonl and corpus/")
+    parser.add_argument("--fixtures", type=Path, default=None, help="strong plans and findings to run with")
     args = parser.parse_args()
     locales = dict(item.split("=", 1) for item in args.locale)
-    asyncio.run(capture(args.out, args.tasks or default_tasks(), locales))
+    strong = args.fixtures or (STRONG if args.suite == BUILTIN else None)
+    asyncio.run(capture(args.out, args.tasks or default_tasks(args.suite), locales, args.suite, strong))
 
 
 if __name__ == "__main__":

@@ -110,23 +110,25 @@ def normal(text: str) -> str:
     return " ".join(text.split())
 
 
-def tasks() -> dict[str, dict]:
-    lines = (BUILTIN / "tasks.jsonl").read_text(encoding="utf-8").splitlines()
+def tasks(suite: Path = BUILTIN) -> dict[str, dict]:
+    """The tasks of ``suite`` (a folder with ``tasks.jsonl`` and ``corpus/``:
+    the built-in suite by default), by id."""
+    lines = (suite / "tasks.jsonl").read_text(encoding="utf-8").splitlines()
     return {task["id"]: task for task in (json.loads(line) for line in lines if line.strip())}
 
 
-def load_fixtures(*folders: Path) -> Fixtures:
+def load_fixtures(*folders: Path, suite: Path = BUILTIN) -> Fixtures:
     """The fixtures listed in each folder's ``index.json``: entries
     ``{"task", "role", "file"}`` (or ``"files"``: several replies, in order)
     and optionally ``variant``, ``locale``, ``step``, ``label``, ``invented``
     (the numbers, from 1, of the replies labelled invented), ``covers``,
-    ``source``."""
-    suite = tasks()
-    found = Fixtures(questions={normal(task["question"]): task_id for task_id, task in suite.items()})
+    ``source``; their tasks are ``suite``'s."""
+    suite_tasks = tasks(suite)
+    found = Fixtures(questions={normal(task["question"]): task_id for task_id, task in suite_tasks.items()})
     for folder in folders:
         for entry in json.loads((folder / "index.json").read_text(encoding="utf-8")):
             names = entry.get("files") or [entry["file"]]
-            default = "zh-CN" if re.search(r"[\u4e00-\u9fff]", suite[entry["task"]]["question"]) else "en-US"
+            default = "zh-CN" if re.search(r"[\u4e00-\u9fff]", suite_tasks[entry["task"]]["question"]) else "en-US"
             found.items.append(
                 Fixture(
                     task=entry["task"],

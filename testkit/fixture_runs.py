@@ -24,7 +24,7 @@ from temporalio.client import Client
 from client.demo.model import MODEL_NAME
 from client.evaluation.web import CorpusWeb
 from infra.settings import Settings
-from testkit.fixture_model import FixtureModel, tasks
+from testkit.fixture_model import BUILTIN, FixtureModel, tasks
 from testkit.runs import start
 from workflows.models import ResearchResult
 
@@ -100,10 +100,11 @@ async def fixture_workers(
         yield queues
 
 
-async def run_cases(client: Client, queues: dict[str, str], cases: list[Case]) -> list[Ran]:
-    """Every case run to its end, ``AT_ONCE`` at a time (plan accepted as
-    written, the task's own options), in the order given."""
-    suite = tasks()
+async def run_cases(client: Client, queues: dict[str, str], cases: list[Case], suite: Path = BUILTIN) -> list[Ran]:
+    """Every case (a task of ``suite``) run to its end, ``AT_ONCE`` at a
+    time (plan accepted as written, the task's own options), in the order
+    given."""
+    suite_tasks = tasks(suite)
     slots = asyncio.Semaphore(AT_ONCE)
 
     async def one(case: Case) -> Ran:
@@ -111,7 +112,7 @@ async def run_cases(client: Client, queues: dict[str, str], cases: list[Case]) -
             return await _run(case)
 
     async def _run(case: Case) -> Ran:
-        task = suite[case.task]
+        task = suite_tasks[case.task]
         options = dict(task.get("options") or {})
         if case.locale:
             options["locale"] = case.locale

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from activities.figures import Derivations, figures, plain
+from activities.arithmetic import Derivations
+from activities.figures import figures, plain
 from activities.statement_text import statements_of
 from activities.support import same_language, support_of
 from workflows.models import ModelReply
