@@ -171,15 +171,19 @@ class Derivations:
         percent: bool = True,
         units: str = "",
         years: set[float] = frozenset(),
+        anchored: bool = False,
     ) -> None:
         """``pool``: (value, whether a percentage) of the stated figures, the
         most relevant first; ``runs``: ``run_candidates`` of the passages;
         ``own``: the figures the statement itself gives; ``percent``: whether
         percentages are looked for; ``units``: the statement's text, whose
         unit words allow their conversions; ``years``: the pool's values
-        written as years."""
+        written as years; ``anchored``: the statement gives figures of its
+        own, so a compound rate, or arithmetic with a change of scale, starts
+        from one of ``find``'s anchors (168 / 860 over five years is no
+        growth rate of £21.7m: chance)."""
         pool = list(dict.fromkeys((float(v), bool(pc)) for v, pc in pool if math.isfinite(v)))[:MAX_POOL]
-        found_years = [a for a, _ in pool if _year(a)]
+        found_years = [a for a, _ in pool if is_year(a)]
         spans = sorted({abs(int(a - b)) for a in found_years for b in found_years if 0 < abs(a - b) <= 40})
         periods = spans[:MAX_YEARS]  # a compound rate over the span of the years it speaks of
         pairs = _pairs(pool, periods, percent, set(years))
@@ -187,6 +191,7 @@ class Derivations:
         found.sort(key=lambda c: c[0])
         self.lists = [(found, [c[0] for c in found])] + [(r, [c[0] for c in r]) for r in runs]
         self.own = set(own)
+        self.anchored = anchored
         low = f" {units.lower()} "
         self.named = {op for op, words in NAMED_OPS.items() if any(w in low for w in words)}  # what the words say
 
@@ -219,11 +224,13 @@ class Derivations:
                             continue  # a figure stated as it is: not derived
                         if shift != 1.0 and c[2] != "same" and figure.digits < 3:
                             continue  # arithmetic and a change of scale both, to two digits: chance
-                        if (
-                            figure.digits < 3
-                            and sum(u in (close if figure.digits < 2 else anchors) for u in set(c[3][:2]))
-                            < 3 - figure.digits
-                        ):
+                        operands = set(c[3][:2])
+                        exotic = c[2] == "rate" or (shift != 1.0 and c[2] != "same")
+                        if self.anchored and exotic and not operands & anchors:
+                            continue  # a compound rate, or arithmetic and a scale: from what it speaks of
+                        if figure.digits < 3 and sum(
+                            u in (close if figure.digits < 2 else anchors) for u in operands
+                        ) < min(3 - figure.digits, len(operands)):
                             continue  # "20 %": from one anchored figure; "5 %", "0.7": from close ones only
                         own = all(u in self.own for u in c[3][:2])
                         rank = c[1] + (shift != 1.0) - (10 if own else 0) - (3 if c[2] in self.named else 0)
@@ -244,5 +251,6 @@ def _fits(op: str, figure: Figure) -> bool:
     return op not in _PERCENT_OPS
 
 
-def _year(x: float) -> bool:
+def is_year(x: float) -> bool:
+    """A whole value of a year (1800 to 2100)."""
     return x.is_integer() and 1800 <= x <= 2100

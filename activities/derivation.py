@@ -16,7 +16,7 @@ functions on bounded inputs.
 from __future__ import annotations
 
 from activities import reading
-from activities.arithmetic import MAX_POOL, Derivations, run_candidates
+from activities.arithmetic import MAX_POOL, Derivations, is_year, run_candidates
 from activities.figures import Figure, figures, plain, word_factors
 from workflows.support_models import Basis
 
@@ -64,7 +64,7 @@ def derive(
         if found is not None:  # as the material writes it; a percentage when either says so
             own.append((found[0], found[1] or f.percent))
             origin.setdefault(found[0], found[2])
-    given = [(g.values[0], g.percent) for g in question] + [(k, False) for k in word_factors(bare)]
+    given = [(g.values[0], g.percent) for g in question] + [(k, False) for k in word_factors(f"{bare} {context}")]
     # what the report stated or derived before it (it may compute from its own earlier figures)
     pool = own + given + list(trusted) + _passage_pool(matched, set(reading.terms(f"{bare} {context}")), origin)
     runs = [p.runs() for p in matched[:3]]
@@ -79,7 +79,15 @@ def derive(
     # writes them: 18 m of depth times 290,000 homes is chance, not arithmetic
     close = {v for v, _ in own} | {v for v, _ in given} | {v for v, _ in trusted if any(g.matches(v) for g in near)}
     for _ in range(PASSES):
-        found = Derivations(pool, runs, {v for v, _ in own}, percent=percent, units=f"{bare} {context}", years=years)
+        found = Derivations(
+            pool,
+            runs,
+            {v for v, _ in own},
+            percent=percent,
+            units=f"{bare} {context}",
+            years=years,
+            anchored=any(not is_year(v) for v, _ in own),
+        )
         left = []
         for f in todo:
             d = found.find(f, hedge, anchors, close)

@@ -33,7 +33,7 @@ _URL = re.compile(r"(?:https?|file)://[^\s<>\"'”’»）)\]]{1,2000}")
 # word, or the word after it (a scale, a unit, or what makes it a name).
 _LETTER = "A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff"
 _FIGURE = re.compile(
-    rf"(?<![{_LETTER}])(?<![{_LETTER}][-‐‑/])(?<![\d.,])(\d{{1,15}}(?:[.,]\d{{1,15}}){{0,6}})(?![\d])"
+    rf"(?<![{_LETTER}])(?<![{_LETTER}][-‐‑/])(?<![\d.,\u2009])(\d{{1,15}}(?:[.,]\d{{1,15}}|\u2009\d{{3}}){{0,6}})(?![\d])"
     r"(?:(\s?(?:%|％|per ?cent\b|pct\b|percentage points?\b|prozent\b|por ciento\b|pour cent\b))"
     r"|(\s?[^\W\d_]{1,12}))?",
     re.IGNORECASE,
@@ -142,7 +142,9 @@ class Figure(NamedTuple):
         return any(abs(r.value - value) <= r.tolerance(hedged) for r in self.readings)
 
 
-# A thousands group after a no-break, narrow no-break or thin space (French and SI style: "2 150").
+# A thousands group after a no-break, narrow no-break or thin space (French and SI style: "2 150"),
+# written with a thin space (``GROUP``): one figure, and never a year ("2 150" pairs are no year 2150).
+GROUP = "\u2009"
 _GROUP_SPACE = re.compile(r"(?<=\d)[\u00a0\u202f\u2009](?=\d{3}(?!\d))")
 # A span of years with its end cut to two digits: "2018–23", "FY2021-22".
 _SHORT_SPAN = re.compile(r"(?<![\d.,])((?:19|20)\d\d)([–—‐‑-]|/)(\d\d)(?![\d%]|[.,]\d)")
@@ -150,19 +152,19 @@ _SHORT_SPAN = re.compile(r"(?<![\d.,])((?:19|20)\d\d)([–—‐‑-]|/)(\d\d)(?
 _PERIOD = re.compile(r"\b(FY|CY)\s?['’]?(\d{4}|\d{2})\b")
 # Whole numbers grouped by thousands with plain spaces ("31 600", "1 402"): at most five groups, so
 # no run is tried more than five groups deep (linear).
-_SPACED = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3}){1,5}(?:[.,]\d{1,6})?(?![\d]|[.,]\d)")
+_SPACED = re.compile(r"(?<![\d.,\u2009])\d{1,3}(?: \d{3}){1,5}(?:[.,]\d{1,6})?(?![\d]|[.,]\d)")
 
 
 def plain(text: str) -> str:
     """``text`` without what is not a figure of it: links' addresses (their
     text kept), bare URLs, footnote markers and list numbers run into the
     text; character references read (``&#39;`` is a quote, not 39);
-    thousands grouped by a no-break or thin space joined ("2 150" is
-    2150); a span of years' two-digit end written whole ("2018–23" is
+    thousands grouped by a no-break or thin space written with ``GROUP``
+    ("2 150" is one figure, 2150, and no year); a span of years' two-digit end written whole ("2018–23" is
     2018–2023, not a figure 23), and a period's label apart from its year
     ("FY2023" is FY 2023)."""
     text = _RUN_IN_ITEM.sub(" ", _MARKERS.sub(" ", _URL.sub(" ", _LINK.sub(r"\1", html.unescape(text)))))
-    return _SHORT_SPAN.sub(_whole_span, _PERIOD.sub(_period_year, _GROUP_SPACE.sub("", text)))
+    return _SHORT_SPAN.sub(_whole_span, _PERIOD.sub(_period_year, _GROUP_SPACE.sub(GROUP, text)))
 
 
 def _period_year(match: re.Match[str]) -> str:
@@ -184,13 +186,13 @@ def joined_thousands(text: str) -> str:
     as one ("31 600" is 31600): how a statement in French or SI style
     writes them. Material is read both ways (``spaced_figures``): a PDF's
     table row "168 171 183" is three figures there."""
-    return _SPACED.sub(lambda m: m.group().replace(" ", ""), text)
+    return _SPACED.sub(lambda m: m.group().replace(" ", GROUP), text)
 
 
 def spaced_figures(text: str, writing: str | None = "") -> list[Figure]:
     """The figures of ``text`` (``plain``) that only a reading of its
     space-grouped numbers as one gives ("31 600": 31600)."""
-    spans = [m.group().replace(" ", "") for m in _SPACED.finditer(text)]
+    spans = [m.group().replace(" ", GROUP) for m in _SPACED.finditer(text)]
     return figures(" ; ".join(spans), writing) if spans else []
 
 
@@ -268,7 +270,8 @@ def _scaled(readings: list[Reading], scale: float) -> tuple[Reading, ...]:
 def _readings(raw: str, writing: str | None = None) -> list[Reading]:
     """Each value ``raw`` may mean, with the unit of its last digit and of
     its last non-zero digit: "1,960" is 1960 (or 1.96 written with a decimal
-    comma); "3,2" is 3.2; "1.234,5" is 1234.5."""
+    comma); "3,2" is 3.2; "1.234,5" is 1234.5; "2 150" (``GROUP``) 2150."""
+    raw = raw.replace(GROUP, "")
     if raw.isdigit():
         return [Reading(float(raw), 1.0, _coarse(raw))]
     digits = raw.replace(".", "").replace(",", "")
@@ -289,6 +292,7 @@ def _readings(raw: str, writing: str | None = None) -> list[Reading]:
 
 def _digits(raw: str) -> int:
     """Significant digits as written: "20" 1, "36.5" 3, "2.50" 3, "0.7" 1."""
+    raw = raw.replace(GROUP, "")
     whole, _, fraction = raw.replace(",", ".").rpartition(".") if ("." in raw or "," in raw) else (raw, "", "")
     if raw.count(".") + raw.count(",") > 1 or len(fraction) == 3 and "," in raw:  # 1,234,567 / 1,960: thousands
         return len(raw.replace(",", "").replace(".", "").strip("0")) or 1

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from activities import reading
 from activities.derivation import derive, sequences, shown
 from activities.figures import Figure, constants, convention, figures, hedged, plain, spaced_figures
+from activities.number_words import worded_figures
 from activities.statement_text import LINKED, NAME, Sentence, lacks, named_in, sentences, statements_of
 from workflows.support_models import Statement, SupportCounts
 
@@ -44,6 +45,7 @@ MATCHED = 5  # passages a statement is compared with
 QUERY_TERMS = 12  # its rarest terms find them
 CONTEXT_MATCHED = 3  # more passages found with its context
 HOLDING = 3  # and passages that hold its figures
+MAX_HELD = 12  # of its figures, those whose passages are looked for
 STATED_WORDS = 0.4  # words of a statement with figures a passage must share
 STATED_WORDS_ONLY = 0.5  # without figures
 FIGURES_WORDS = 0.2  # when the passage holds two of its figures (not years) or more
@@ -98,19 +100,20 @@ class Passage:
     figures: list[Figure]
     terms: set[str]  # stems of its terms
     writing: str | None = None  # how it writes numbers (figures.convention)
-    values: list[float] = field(default_factory=list)  # of its figures, sorted
+    spelled: list[Figure] = field(default_factory=list)  # its numbers written in words ("forty-eight")
+    values: list[float] = field(default_factory=list)  # of its figures and spelled numbers, sorted
     _lines: list[tuple[set[str], list[Figure]]] | None = None
     _runs: list | None = None
     _units: list[tuple[set[str], list[Figure]]] | None = None
 
     def __post_init__(self) -> None:
-        self.values = sorted(v for f in self.figures for v in f.values)
+        self.values = sorted(v for f in self.figures + self.spelled for v in f.values)
 
     def lines(self) -> list[tuple[set[str], list[Figure]]]:
         """(terms, figures) of each line, read once."""
         if self._lines is None:
             self._lines = [
-                (set(reading.terms(line)), _read(plain(line), self.writing)) for line in self.text.split("\n")
+                (set(reading.terms(line)), _read(plain(line), self.writing, True)) for line in self.text.split("\n")
             ]
         return self._lines
 
@@ -121,7 +124,7 @@ class Passage:
         if self._units is None:
             lines = self.text.split("\n")
             self._units = [
-                (stems(reading.terms(unit)), _read(plain(unit), self.writing))
+                (stems(reading.terms(unit)), _read(plain(unit), self.writing, True))
                 for line in lines
                 for unit in (sentences(line) if not line.lstrip().startswith("|") else [line])
             ]
@@ -141,8 +144,12 @@ class Passage:
         return is_cjk(self.text)
 
     def holds(self, figure: Figure, hedge: bool) -> bool:
-        """Whether one of its figures rounds to ``figure``."""
+        """Whether one of its figures (or numbers spelled out) rounds to ``figure``."""
         return _among(figure, self.values, hedge)
+
+    def spelled_only(self, figure: Figure, hedge: bool) -> bool:
+        """Whether it holds ``figure`` only as a number spelled out."""
+        return not any(figure.matches(v, hedge) for g in self.figures for v in g.values)
 
 
 def _among(figure: Figure, values: list[float], hedge: bool) -> bool:
@@ -154,10 +161,11 @@ def _among(figure: Figure, values: list[float], hedge: bool) -> bool:
     return False
 
 
-def _read(text: str, writing: str | None) -> list[Figure]:
+def _read(text: str, writing: str | None, spelled: bool = False) -> list[Figure]:
     """The figures of material ``text`` (``plain``), its space-grouped
-    numbers read both ways ("31 600": 31 and 600, and 31600)."""
-    return figures(text, writing) + spaced_figures(text, writing)
+    numbers read both ways ("31 600": 31 and 600, and 31600); ``spelled``:
+    and its numbers written in words."""
+    return figures(text, writing) + spaced_figures(text, writing) + (worded_figures(text) if spelled else [])
 
 
 def _url_of(text: str) -> str:
@@ -186,7 +194,10 @@ def passages_of(shown: str) -> list[Passage]:
                 text = piece[start : start + MAX_PASSAGE]
                 clean = plain(text)
                 writing = convention(clean)
-                out.append(Passage(text, _url_of(piece), _read(clean, writing), stems(reading.terms(clean)), writing))
+                spelled = worded_figures(clean)
+                out.append(
+                    Passage(text, _url_of(piece), _read(clean, writing), stems(reading.terms(clean)), writing, spelled)
+                )
     return out
 
 
@@ -215,7 +226,9 @@ class Material:
         self.index = reading.Index([p.text for p in self.passages])
         self.words = {w.lower() for w in NAME.findall(shown[:MAX_SHOWN])}
         self.words |= {part for w in list(self.words) for part in re.split(r"[-'’]", w) if part}
-        self.values = sorted(v for p in self.passages for v in p.values)
+        # what it states in figures (a number spelled out, "thirty countries", states only where its passage
+        # speaks of the statement: a figure found nowhere else, "£30m", is still invented)
+        self.values = sorted(v for p in self.passages for f in p.figures for v in f.values)
         self.where = sorted((v, i) for i, p in enumerate(self.passages) for v in p.values)  # which passage holds what
         self.question_figures = figures(plain(question), None)
 
@@ -239,20 +252,22 @@ class Material:
 
     def _holding(self, sentence: Sentence) -> list[int]:
         """Passages that hold the statement's figures (not years), whatever
-        their words: in another language, or a table."""
-        out: list[int] = []
-        for figure in sentence.figures:
-            if figure.year:
-                continue
+        their words (in another language, or a table): those holding most of
+        them first, its figures of more digits first (a long sentence's
+        "30 November" must not crowd out the passage of its "2,150" and
+        "1,333"). Bounded: ``HOLDING * 2`` passages looked at per figure."""
+        count: Counter[int] = Counter()
+        for figure in sorted((f for f in sentence.figures if not f.year), key=lambda f: -f.digits)[:MAX_HELD]:
+            seen: set[int] = set()
             for r in figure.readings:
                 at = bisect.bisect_left(self.where, (r.value - r.tolerance(False), -1))
                 while at < len(self.where) and self.where[at][0] <= r.value + r.tolerance(False):
-                    if self.where[at][1] not in out:
-                        out.append(self.where[at][1])
+                    if len(seen) >= HOLDING * 2:
+                        break
+                    seen.add(self.where[at][1])
                     at += 1
-                    if len(out) >= HOLDING * 2:
-                        return out
-        return out
+            count.update(seen)
+        return [i for i, _ in sorted(count.items(), key=lambda item: -item[1])][: HOLDING * 2]
 
     def known(self, name: str) -> bool:
         return named_in(name, self.words)
@@ -294,7 +309,7 @@ def classify(
     lacking = [f for i, f in enumerate(figs) if not holders[i]]
     best = max(matched, key=lambda p: (sum(p.holds(f, hedge) for f in figs), overlap[id(p)]), default=None)
     if best is None or unknown:
-        return _unsupported(text, lacking, unknown, material, hedge)
+        return _unsupported(text, figs, unknown, material, hedge)
     held = sum(1 for f in figs if best.holds(f, hedge) and not _year(f))
     needed = STATED_WORDS_ONLY if not figs else STATED_WORDS if held < 2 else FIGURES_WORDS
     local = _local(sentence, best, figs, hedge, overlap[id(best)])  # its words where its figures stand
@@ -306,7 +321,11 @@ def classify(
     )
     if not lacking and words and (figs or sentence.names or not cross):
         return Statement(text=text, support="stated", url=best.url, passage=shown(best))
-    if lacking and _speaks_of(sentence, matched, cross):
+    # not stated: a figure its passages spell out only ("eleven farmers", 11) may still be computed
+    lacking += [f for i, f in enumerate(figs) if holders[i] and all(p.spelled_only(f, hedge) for p in holders[i])]
+    # a passage that holds one of its figures (not a year, not a count) speaks of what it speaks of
+    holding = any(holders[i] for i, f in enumerate(figs) if not _year(f) and not f.small)
+    if lacking and (holding or _speaks_of(sentence, matched, cross)):
         derived = derive(
             bare=sentence.bare,
             context=sentence.context,
@@ -321,7 +340,7 @@ def classify(
         if derived is not None:
             basis, arithmetic = derived
             return Statement(text=text, support="derived", basis=basis, arithmetic=arithmetic)
-    return _unsupported(text, lacking, unknown, material, hedge)
+    return _unsupported(text, figs, unknown, material, hedge)
 
 
 def _unfound(sentence: Sentence, material: Material, hedge: bool) -> bool:
@@ -365,10 +384,12 @@ def _near(sentence: Sentence, matched: list[Passage]) -> float:
     return len(wanted & set().union(*(p.terms for p in matched))) / len(wanted) if wanted and matched else 0.0
 
 
-def _unsupported(text: str, lacking: list[Figure], unknown: list[str], material: Material, hedge: bool) -> Statement:
-    """Unsupported; invented when a figure is found nowhere in the material
-    and not derived, or a name the material never uses."""
-    invented = bool(unknown) or any(not material.anywhere(f, hedge) for f in lacking)
+def _unsupported(text: str, figs: list[Figure], unknown: list[str], material: Material, hedge: bool) -> Statement:
+    """Unsupported; invented when one of its figures ``figs`` (not derived)
+    is found nowhere in the material's figures (a number only spelled out
+    somewhere, "thirty countries", does not clear "£30m"), or it carries a
+    name the material never uses."""
+    invented = bool(unknown) or any(not material.anywhere(f, hedge) for f in figs)
     return Statement(text=text, support="unsupported", invented=invented)
 
 

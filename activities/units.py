@@ -28,6 +28,7 @@ CONVERSIONS = (
     (3_600.0, "seconds per hour", ("second", "an hour", "per hour")),
 )
 # Words that multiply or divide (a "quarter", "twice"): their factors join what a statement computes from.
+# English, then German, French, Spanish, Italian, Portuguese, Chinese and Japanese wordings.
 WORD_FACTORS = (
     ("half", 2.0),
     ("halve", 2.0),
@@ -41,6 +42,34 @@ WORD_FACTORS = (
     ("fivefold", 5.0),
     ("tenfold", 10.0),
     ("a tenth", 10.0),
+    ("pairs", 2.0),  # breeding pairs as birds
+    ("dozen", 12.0),
+    ("hälfte", 2.0),
+    ("doppelt", 2.0),
+    ("drittel", 3.0),
+    ("viertel", 4.0),
+    ("moitié", 2.0),
+    ("tiers", 3.0),
+    ("quart", 4.0),
+    ("mitad", 2.0),
+    ("doble", 2.0),
+    ("tercio", 3.0),
+    ("cuarto", 4.0),
+    ("metà", 2.0),
+    ("doppio", 2.0),
+    ("terzo", 3.0),
+    ("quarto", 4.0),
+    ("metade", 2.0),
+    ("dobro", 2.0),
+    ("一半", 2.0),
+    ("两倍", 2.0),
+    ("翻番", 2.0),
+    ("三分之一", 3.0),
+    ("四分之一", 4.0),
+    ("半分", 2.0),
+    ("倍", 2.0),
+    ("三分の一", 3.0),
+    ("四分の一", 4.0),
 )
 TEMPERATURES = ("°", "fahrenheit", "celsius", "degrees")
 
