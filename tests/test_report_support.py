@@ -213,3 +213,37 @@ async def test_a_report_that_states_nothing_over_passages_standing_for_empty_fin
     assert "4417" in last_user(asked[0])  # the passages it was shown
     assert "the reporter failed" in result.final_report[:800] and pages.url("/lighthouse") in result.final_report
     assert "largely because of the weather" not in result.final_report
+
+
+ONLY_ABSENT = "The Kelder Quay Registry does not give any details about the number of ships logged that year.\n"
+
+
+async def test_a_report_only_saying_what_is_not_given_over_findings_that_give_it_is_asked_again(
+    temporal_client, task_queue, worker, llm, script
+):
+    """SmolLM2 on brackwater-mayor: "doesn't provide any details about the
+    total number of votes cast" over a page giving 3,412 votes. Its one
+    statement claims only a lack, so it used to ship as an honest answer;
+    it is asked again, and the faithful second ships."""
+    script.researcher = lambda request: BRISK
+    script.reporter = lambda request: ONLY_ABSENT if len(llm.calls("reporter")) == 1 else FAITHFUL
+    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
+    result = await handle.result()
+    await keep_history(handle, "report_only_absent")
+    asked = llm.calls("reporter")
+    assert len(asked) == 2 and "only says what the findings and evidence do not give" in last_user(asked[1])
+    assert result.final_report.startswith(FAITHFUL) and not result.warnings
+    assert [s.support for s in result.statements] == ["stated"]
+
+
+async def test_a_report_saying_twice_what_is_not_given_ships_the_second(
+    temporal_client, task_queue, worker, llm, script
+):
+    """A writer that says again that the material lacks the answer is taken
+    at its word (an honest "not given" asked again stays one): the second
+    ships as written, with its support note, no third call."""
+    script.researcher = lambda request: BRISK
+    script.reporter = lambda request: ONLY_ABSENT
+    result = await (await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)).result()
+    assert len(llm.calls("reporter")) == 2 and result.final_report.startswith(ONLY_ABSENT.strip())
+    assert "the reporter failed" not in result.final_report and [s.support for s in result.statements] == ["absent"]

@@ -15,7 +15,7 @@ from activities.figures import figures, plain
 from activities.statement_text import statements_of
 from activities.support import same_language, support_of
 from workflows.models import ModelReply
-from workflows.statements import invented_too_much, mostly_invention, mostly_unsupported, states_nothing
+from workflows.statements import invented_too_much, mostly_invention, mostly_unsupported, only_absent, states_nothing
 from workflows.support_models import SupportCounts
 
 QUESTION = "Who is the mayor of Brackwater, and how many votes did the mayor receive when elected?"
@@ -488,3 +488,15 @@ def test_findings_that_state_nothing_are_judged_by_the_passages_shown_for_them()
     assert states_nothing(judged(weather).model_copy(update={"shown_items": 6}), empty, QUESTION_ASKED)
     assert not states_nothing(judged(weather).model_copy(update={"shown_items": 2}), empty, QUESTION_ASKED)
     assert not states_nothing(judged(weather), empty, QUESTION_ASKED)  # recorded before: the findings alone
+
+
+def test_a_report_only_saying_what_is_not_given_over_findings_with_facts_is_caught():
+    """Both ways: only a lack, over findings that hold facts, is caught; a
+    lack beside what the findings do give (a strong model's honest answer),
+    or over findings too thin to tell, is not."""
+    lack = "The registry does not give any details about the number of ships logged."
+    assert only_absent(judged(lack), FINDINGS, QUESTION_ASKED)
+    honest = lack + " It gives Ada Brisk's log of 4,417 ships in 1911."
+    assert not only_absent(judged(honest), FINDINGS, QUESTION_ASKED)
+    assert not only_absent(judged(lack), ["- Ships were logged."], QUESTION_ASKED)
+    assert not only_absent(judged(lack).model_copy(update={"judged": False}), FINDINGS, QUESTION_ASKED)

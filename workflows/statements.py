@@ -19,6 +19,10 @@ never a reason. So:
 - a report that uses none of the findings' figures and names is asked for
   again as before (``reply_checks.grounded_report``), unless it says what the
   material lacks: an honest "the sources do not give this" is an answer;
+- a report that only says what the material lacks (no statement stated,
+  derived or unsupported) over findings that hold facts is asked for once
+  more (``only_absent``); the second ships, whatever it is, as any second
+  report is judged: an honest "not given" twice is an answer;
 - a report that states nothing (no sentence with a figure or a name beyond
   the question's, none saying what the material lacks: SmolLM2's "changes
   largely due to weather conditions", an outline of headings, the question
@@ -44,6 +48,7 @@ with workflow.unsafe.imports_passed_through():  # side-effect free; not re-impor
     from workflows.support_models import Statement, SupportCounts
 
 NOTHING_PATCH = "re-ask-reports-stating-nothing"  # recorded runs shipped a report that stated nothing
+ABSENT_PATCH = "re-ask-reports-only-saying-what-is-not-given"  # recorded runs shipped them
 MOSTLY_PATCH = "re-ask-mostly-unsupported-reports"  # recorded runs shipped a first report mostly unsupported
 PATCH = "trace-statements"  # recorded runs judged reports by the share of statements held (re-ask-unsupported-reports)
 INVENTED_LIMIT = 0.25  # a report with at least this share of its statements invented is asked for again
@@ -64,6 +69,26 @@ STATE_IT = (
     "found with its figures, names and dates, compute from them where the question asks, say plainly what they "
     "do not give, and cite their pages."
 )
+
+ONLY_ABSENT = (
+    "Your report above only says what the findings and evidence do not give, and states nothing of what they "
+    "do give. Read them again: if they answer the question, write the report from them with their figures, "
+    "names and dates, and cite their pages; if they truly do not, say so, and report what they do say on the "
+    "question's subject, cited."
+)
+
+
+def only_absent(reply: ModelReply, findings: list[str], question: str) -> bool:
+    """Whether a judged reply claims nothing but that the material lacks
+    something (no statement stated, derived or not found in the sources)
+    while the findings, or what the reporter was shown for them, hold facts:
+    SmolLM2 on brackwater-mayor, "doesn't provide any details about the
+    total number of votes cast" over a page giving 3,412 votes. Such a
+    reply passed as an honest answer, and used none of the findings."""
+    counts = reply.support
+    if not reply.judged or counts is None or not counts.absent or counts.judged:
+        return False
+    return max(len(findings_items(findings, question)), reply.shown_items or 0) >= MIN_ITEMS
 
 
 def states_nothing(reply: ModelReply, findings: list[str], question: str) -> bool:
@@ -165,6 +190,10 @@ async def traced_report(box: Box, request: ModelRequest, reply: ModelReply, find
         reply = await ask_again(box, request, STATE_IT, "reporter · asked again (nothing stated)")
         if is_echo(reply):
             raise ReporterUnsupported()
+    elif reply is first and only_absent(first, findings, question) and workflow.patched(ABSENT_PATCH):
+        box.emit("notice", "the report only says what the findings do not give: asking the reporter again")
+        again = await ask_again(box, request, ONLY_ABSENT, "reporter · asked again (only what is not given)")
+        reply = first if is_echo(again) or not again.content.strip() else again  # the same again: it ships
     if reply is first:
         if not invented_too_much(first.support) and not (
             mostly_invention(first.support) and workflow.patched(MOSTLY_PATCH)
