@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -35,11 +34,9 @@ from activities.llm import render_prompt
 from client.evaluation.web import CorpusWeb
 from infra.connection import Connection
 from infra.temporal import connect
-from testkit.fixture_model import BUILTIN, Fixture, FixtureModel, load_fixtures, normal
+from testkit.fixture_model import BUILTIN, Fixture, FixtureModel, load_fixtures
 from testkit.fixture_runs import Case, Ran, fixture_workers, run_cases
-from workflows.fallback_report import fallback_report
-from workflows.reply_checks import NOTHING_USABLE
-from workflows.reporter import UNVERIFIED, verify_citations
+from testkit.fixture_verdicts import Outcome, verdict
 from workflows.statements import MARK, NOTE_HEADING
 
 pytestmark = [pytest.mark.xdist_group("strong_outputs"), pytest.mark.timeout(600)]
@@ -50,7 +47,6 @@ WEAK = ROOT / "tests" / "fixtures" / "weak"
 RATES = ROOT / "bench" / "results" / "guards.json"
 WEAK_VARIANT = "weak"
 ECHO_VARIABLES = {"locale": "en-US", "current_time": "2026-11-27, Friday", "report_style": "academic"}
-FALLBACK_MARK = fallback_report("q", [], [], "x").split("\n\n")[1][:40]  # "> **Partial report:** the reporter failed"
 
 
 # SmolLM2-135M's report on brackwater-mayor, as it wrote it on the eval suite
@@ -105,16 +101,6 @@ def default_locale(task: str) -> str:
     return "zh-CN" if task == "chengbo-zh" else "en-US"
 
 
-@dataclass
-class Outcome:
-    fixture: Fixture
-    ran: Ran | None
-    asked: int  # requests for the fixture in its run
-    served: int  # answered from it
-    verdict: str  # "as written" / "re-asked" / "replaced" / "changed" / a weak one's "caught" / "shipped"
-    why: str = ""
-
-
 @pytest.fixture(scope="module")
 async def outcomes(dev_server, tmp_path_factory) -> dict[str, Outcome]:
     folder = tmp_path_factory.mktemp("strong-outputs")
@@ -146,56 +132,9 @@ def judge(f: Fixture, done: list[Ran], model: FixtureModel, web: str) -> Outcome
     if not mine:
         return Outcome(f, None, 0, 0, "not run", "no run of its task")
     # A plan or findings serve several runs: judged in each, the worst counts.
-    judged = [_judge_one(f, r, model.asked[f.key(r.case.variant)], model.served[f.key(r.case.variant)], web)
-              for r in mine]  # fmt: skip
+    judged = [verdict(f, r, model.asked[f.key(r.case.variant)], model.served[f.key(r.case.variant)], web,
+                      weak=f.variant == WEAK_VARIANT) for r in mine]  # fmt: skip
     return next((o for o in judged if o.verdict not in ("as written", "caught")), judged[0])
-
-
-def _judge_one(f: Fixture, ran: Ran, asked: int, served: int, web: str) -> Outcome:
-    result = ran.result
-    text = f.replies[0].replace("{web}", web)
-    if result.status != "completed":
-        return Outcome(f, ran, asked, served, "failed", f"run {result.status}")
-    if f.role == "reporter":
-        shipped = normal(text) in normal(result.final_report)
-        if f.variant == WEAK_VARIANT:  # caught: none of its invented replies is the report as written
-            invented = [f.replies[n].replace("{web}", web) for n in f.invented or range(len(f.replies))]
-            as_shipped = [normal(verify_citations(t, result.citations))[:2000] for t in invented]  # links checked
-            kept = any(t and t in normal(result.final_report) for t in as_shipped)
-            return Outcome(f, ran, asked, served, "shipped" if kept else "caught", _said(result, asked))
-        if FALLBACK_MARK in result.final_report:
-            return Outcome(f, ran, asked, served, "replaced", _said(result, asked))
-        if asked > 1:
-            return Outcome(f, ran, asked, served, "re-asked", _said(result, asked))
-        if not shipped or UNVERIFIED in result.final_report or result.warnings:
-            return Outcome(f, ran, asked, served, "changed", _said(result, asked))
-        return Outcome(f, ran, asked, served, "as written")
-    if f.role == "planner":
-        wanted = [s.get("title") for s in json.loads(text).get("steps", [])] if text.lstrip().startswith("{") else []
-        used = [s.title for s in result.plan.steps] if result.plan else []
-        if f.variant == WEAK_VARIANT:
-            return Outcome(f, ran, asked, served, "shipped" if used == wanted else "caught", f"plan: {used}")
-        ok = used == wanted and served == 1
-        return Outcome(f, ran, asked, served, "as written" if ok else "re-asked", f"plan: {used}, served {served}")
-    steps = [s for s in (result.plan.steps if result.plan else []) if not f.step or normal(s.title) == normal(f.step)]
-    findings = "\n".join(s.execution_res or "" for s in steps)
-    if f.variant == WEAK_VARIANT:
-        kept = normal(text)[:300] in normal(findings)
-        return Outcome(f, ran, asked, served, "shipped" if kept else "caught", findings[:200])
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    have = [line.strip() for line in findings.splitlines()]
-    missing = [line for line in lines if not any(h.startswith(line) for h in have)]
-    ok = served == 1 and not missing and NOTHING_USABLE.split(":")[0] not in findings
-    why = f"served {served}; missing {missing[:2]}; findings: {findings[:300]!r}"
-    return Outcome(f, ran, asked, served, "as written" if ok else "changed", why)
-
-
-def _said(result, asked: int) -> str:
-    unsupported = [s.text[:120] for s in result.statements if s.support == "unsupported"]
-    return (
-        f"reporter called {asked}x; warnings {result.warnings}; not found in the sources: {unsupported}; "
-        f"report starts {result.final_report[:160]!r}"
-    )
 
 
 def guard_rates(found: dict[str, Outcome]) -> dict:
