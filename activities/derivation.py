@@ -68,6 +68,9 @@ def derive(
     # what the report stated or derived before it (it may compute from its own earlier figures)
     pool = own + given + list(trusted) + _passage_pool(matched, set(reading.terms(f"{bare} {context}")), origin)
     runs = [p.runs() for p in matched[:3]]
+    listed = [v for v, _ in own if not is_year(v)]  # the figures it lists: "(16.880 + 12.430 + 7.960) / 3"
+    if len(listed) >= 3:
+        runs.append(run_candidates([listed]))
     years = _years([*near, *mine, *question], matched)
     percent = any(f.percent for f in lacking)
     basis: list[Basis] = []

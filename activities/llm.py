@@ -32,7 +32,7 @@ from activities.off_loop import in_pool, off_loop
 from activities.pacing import Pacer, paced
 from activities.rate_limited import rate_limit_error, retry_after
 from activities.support import support_of
-from infra.blobs import BlobStore
+from infra.blobs import BlobNotFound, BlobStore
 from infra.settings import Settings
 from workflows.activity_calls import BOUNDED_MODEL_ATTEMPTS
 from workflows.clean import clean_text
@@ -40,7 +40,7 @@ from workflows.echoes import measure
 from workflows.grounding import findings_items
 from workflows.languages import language_name
 from workflows.model_output import read_plan, read_podcast_script, repair_arguments, strip_think, unescape_entities
-from workflows.models import Message, ModelReply, ModelRequest, ToolCall
+from workflows.models import EvidencePage, Message, ModelReply, ModelRequest, ToolCall
 from workflows.tool_models import READER_TOOLS
 
 
@@ -75,6 +75,7 @@ def _tool_schemas() -> dict[str, dict]:
 
 
 SUPPORT_SECONDS = 20.0  # judging how a reply's statements are supported: past this, not judged
+MAX_PAGES_TEXT = 400_000  # characters of the pages a run read that may support a reply's statements
 OVERFLOW_RETRIES = 3  # refits after the provider says the request exceeds its window
 # A call that times out, loops or meets a provider's implausible "too long"
 # is tried at most this often (other failures: the activity's retry policy).
@@ -370,19 +371,22 @@ class ModelActivities:
             steps_cut=plan.cut if plan else [],
             podcast=script,
             context_window=learned,
-            **(await self._kept(sent, written, request.topic) if request.keep_shown else {}),
+            **(await self._kept(sent, written, request.topic, request.support_pages) if request.keep_shown else {}),
             **(await off_loop(measure, content, instructions, locale) if content.strip() else {}),
         )
 
-    async def _kept(self, sent: list[dict[str, Any]], content: str, question: str) -> dict[str, Any]:
+    async def _kept(
+        self, sent: list[dict[str, Any]], content: str, question: str, pages: list[EvidencePage]
+    ) -> dict[str, Any]:
         """A kept request: its text as sent (a blob reference), and how each
         statement of the reply is supported by its material (all but the
-        system prompt; ``activities/support.py``), and how many figures and
-        names that material holds. A reply too long to judge in
-        ``SUPPORT_SECONDS`` is not judged, never failed."""
+        system prompt; ``activities/support.py``) and the ``pages`` the run
+        read, and how many figures and names that material holds. A reply
+        too long to judge in ``SUPPORT_SECONDS`` is not judged, never failed."""
         material = shown_text(_material(sent))
+        read = await self._pages(pages)
         try:
-            counts, statements = await off_loop(support_of, content, material, question, seconds=SUPPORT_SECONDS)
+            counts, statements = await off_loop(support_of, content, material, question, read, seconds=SUPPORT_SECONDS)
             shown_items = len(await off_loop(findings_items, [material], question, seconds=SUPPORT_SECONDS))
             judged = True
         except ApplicationError:
@@ -396,6 +400,22 @@ class ModelActivities:
             "judged": judged,
             "shown_items": shown_items,
         }
+
+    async def _pages(self, pages: list[EvidencePage]) -> list[tuple[str, str, str]]:
+        """(url, title, text) of each page read, at most ``MAX_PAGES_TEXT``
+        characters in all (a page whose blob is gone is left out)."""
+        out: list[tuple[str, str, str]] = []
+        room = MAX_PAGES_TEXT
+        for page in pages:
+            if room <= 0:
+                break
+            try:
+                text = (await self.blobs.get(page.blob))[:room]
+            except BlobNotFound:
+                continue
+            out.append((page.url, page.title, text))
+            room -= len(text)
+        return out
 
 
 def counted(completion: Completion, kwargs: dict[str, Any]) -> Completion:

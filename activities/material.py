@@ -118,19 +118,41 @@ class Passage:
         return is_cjk(self.text)
 
     def holds(self, figure: Figure, hedge: bool) -> bool:
-        """Whether one of its figures (or numbers spelled out) rounds to ``figure``."""
+        """Whether one of its figures (or numbers spelled out) rounds to
+        ``figure``, or is it at another scale (``spans``)."""
         return _among(figure, self.values, hedge)
 
+    def writes(self, figure: Figure, hedge: bool) -> bool:
+        """Whether it holds ``figure`` as written (not only at another scale:
+        "2,675,000 kg" from "2,675 tonnes" is computed, not stated)."""
+        return any(figure.matches(v, hedge) for g in self.figures + self.spelled for v in g.values)
+
     def spelled_only(self, figure: Figure, hedge: bool) -> bool:
-        """Whether it holds ``figure`` only as a number spelled out."""
+        """Whether it holds ``figure`` only as a number spelled out (or at
+        another scale): the figure is then computed, when it can be, not stated."""
         return not any(figure.matches(v, hedge) for g in self.figures for v in g.values)
 
 
+SCALED_DIGITS = 4  # a figure of this many significant digits is the same figure at another scale
+_SCALES = (1e3, 1e6, 1e9, 1e-3, 1e-6, 1e-9)
+
+
+def spans(figure: Figure, hedge: bool) -> list[tuple[float, float]]:
+    """The ranges of values ``figure`` may stand for (each reading within
+    its rounding); one of four significant digits or more also at a scale a
+    thousand times apart ("1,284,600 t" is "1.284,6 kt", "£486.3m" is
+    "486,300 thousand"): the same digits by chance are rare."""
+    out = [(r.value - r.tolerance(hedge), r.value + r.tolerance(hedge)) for r in figure.readings]
+    if figure.digits >= SCALED_DIGITS and not figure.percent:
+        r = figure.readings[0]
+        out += [((r.value - r.tolerance(hedge)) * k, (r.value + r.tolerance(hedge)) * k) for k in _SCALES]
+    return out
+
+
 def _among(figure: Figure, values: list[float], hedge: bool) -> bool:
-    for r in figure.readings:
-        tol = r.tolerance(hedge)
-        at = bisect.bisect_left(values, r.value - tol)
-        if at < len(values) and values[at] <= r.value + tol:
+    for low, high in spans(figure, hedge):
+        at = bisect.bisect_left(values, low)
+        if at < len(values) and values[at] <= high:
             return True
     return False
 
@@ -193,13 +215,24 @@ def words_of(text: str) -> set[str]:
     return stems([t for t in reading.terms(text) if not any(c.isdigit() for c in t)])
 
 
-class Material:
-    """What the writer was shown, indexed for its statements."""
+def page_text(url: str, title: str, text: str) -> str:
+    """A page the run read as passages are shown: each paragraph after a
+    link to its page (a table after "Table from" it), so that each passage
+    of it names its page and starts with its title."""
+    link = f"[{title or url}]({url})"
+    paragraphs = [p.strip() for p in _PARAGRAPH.split(text) if p.strip()]
+    return "\n\n".join(f"Table from {link}:\n{p}" if p.startswith("|") else f"{link}: {p}" for p in paragraphs)
 
-    def __init__(self, shown: str, question: str) -> None:
-        self.passages = passages_of(shown)
+
+class Material:
+    """What the writer was shown (and the pages the run read, ``pages``:
+    (url, title, text)), indexed for its statements."""
+
+    def __init__(self, shown: str, question: str, pages: list[tuple[str, str, str]] = ()) -> None:
+        read = "\n\n".join(page_text(*page) for page in pages)
+        self.passages = passages_of(shown) + (passages_of(read) if read else [])
         self.index = reading.Index([p.text for p in self.passages])
-        self.words = {w.lower() for w in NAME.findall(shown[:MAX_SHOWN])}
+        self.words = {w.lower() for w in NAME.findall(shown[:MAX_SHOWN])} | {w.lower() for w in NAME.findall(read)}
         self.words |= {part for w in list(self.words) for part in re.split(r"[-'’]", w) if part}
         # what it states in figures (a number spelled out, "thirty countries", states only where its passage
         # speaks of the statement: a figure found nowhere else, "£30m", is still invented)
@@ -234,9 +267,9 @@ class Material:
         count: Counter[int] = Counter()
         for figure in sorted((f for f in sentence.figures if not f.year), key=lambda f: -f.digits)[:MAX_HELD]:
             seen: set[int] = set()
-            for r in figure.readings:
-                at = bisect.bisect_left(self.where, (r.value - r.tolerance(False), -1))
-                while at < len(self.where) and self.where[at][0] <= r.value + r.tolerance(False):
+            for low, high in spans(figure, False):
+                at = bisect.bisect_left(self.where, (low, -1))
+                while at < len(self.where) and self.where[at][0] <= high:
                     if len(seen) >= HOLDING * 2:
                         break
                     seen.add(self.where[at][1])

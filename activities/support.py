@@ -31,7 +31,7 @@ from activities.derivation import derive, shown
 from activities.figures import Figure, constants, convention, hedged
 from activities.material import MAX_SHOWN, Material, Passage, is_cjk, same_language, words_of
 from activities.statement_text import Sentence, lacks, statements_of
-from workflows.support_models import Statement, SupportCounts
+from workflows.support_models import Basis, Statement, SupportCounts
 
 STATED_WORDS = 0.4  # words of a statement with figures a passage must share
 STATED_WORDS_ONLY = 0.5  # without figures
@@ -73,7 +73,7 @@ def classify(
     factors = constants(sentence.bare)  # "365 days a year" needs no source
     figs = [f for f in sentence.figures if not material.given(f, hedge) and not any(f.matches(k) for k in factors)]
     holders = {i: [p for p in matched if p.holds(f, hedge)] for i, f in enumerate(figs)}
-    lacking = [f for i, f in enumerate(figs) if not holders[i]]
+    lacking = [f for i, f in enumerate(figs) if not any(p.writes(f, hedge) for p in holders[i])]
     best = max(matched, key=lambda p: (sum(p.holds(f, hedge) for f in figs), overlap[id(p)]), default=None)
     if best is None or unknown:
         return _unsupported(text, figs, unknown, material, hedge)
@@ -89,7 +89,11 @@ def classify(
     if not lacking and words and (figs or sentence.names or not cross):
         return Statement(text=text, support="stated", url=best.url, passage=shown(best))
     # not stated: a figure its passages spell out only ("eleven farmers", 11) may still be computed
-    lacking += [f for i, f in enumerate(figs) if holders[i] and all(p.spelled_only(f, hedge) for p in holders[i])]
+    lacking += [
+        f
+        for i, f in enumerate(figs)
+        if f not in lacking and holders[i] and all(p.spelled_only(f, hedge) for p in holders[i])
+    ]
     # a passage that holds one of its figures (not a year, not a count) speaks of what it speaks of
     holding = any(holders[i] for i, f in enumerate(figs) if not _year(f) and not f.small)
     if lacking and (holding or _speaks_of(sentence, matched, cross)):
@@ -173,13 +177,17 @@ def _year(figure: Figure) -> bool:
     return v.is_integer() and 1800 <= v <= 2100
 
 
-def support_of(report: str, shown: str, question: str = "") -> tuple[SupportCounts | None, list[Statement]]:
-    """Each statement of ``report`` with its support by ``shown``, and their
-    counts (None when it states nothing)."""
+def support_of(
+    report: str, shown: str, question: str = "", pages: list[tuple[str, str, str]] = ()
+) -> tuple[SupportCounts | None, list[Statement]]:
+    """Each statement of ``report`` with its support by ``shown`` and the
+    ``pages`` the run read ((url, title, text): a statement a page states
+    is stated, though no passage shown held it), and their counts (None
+    when it states nothing)."""
     said = statements_of(report, question, convention(shown[:MAX_SHOWN]))
     if not said:
         return None, []
-    material = Material(shown, question)
+    material = Material(shown, question, pages)
     cross = not same_language(_prose(report) or " ".join(s.bare for s in said), shown[:MAX_SHOWN])
     trusted: list[tuple[float, bool]] = []  # the report's figures stated or derived so far, the latest first
     out = []
@@ -188,8 +196,53 @@ def support_of(report: str, shown: str, question: str = "") -> tuple[SupportCoun
         if statement.support in ("stated", "derived"):
             trusted[:0] = [(f.values[0], f.percent) for f in sentence.figures if not _year(f)]
         out.append(statement)
+    out = restated(said, out, material, cross)
     counts = SupportCounts()
     for s in out:
         setattr(counts, s.support, getattr(counts, s.support) + 1)
         counts.invented += s.invented
     return counts, out
+
+
+RESTATED_DIGITS = 3  # a figure of this many significant digits, or more, found again is the same figure
+MAX_RESTATED = 400  # the report's supported figures looked at
+
+
+def restated(said: list[Sentence], out: list[Statement], material: Material, cross: bool) -> list[Statement]:
+    """``out`` with each unsupported statement that restates figures the
+    report itself states or derives elsewhere (before it or after: an
+    answer first, "about £2,295.60 per resident", then its arithmetic,
+    "£486.3m ÷ 211,840 = £2,295.60") derived from that statement. Each of
+    its figures is either such a figure (three significant digits or more,
+    not a year) or held by the material, one at least restated; it names
+    nothing the material lacks."""
+    found: list[tuple[Figure, int]] = []  # figures of supported statements, and which
+    for n, (sentence, statement) in enumerate(zip(said, out, strict=True)):
+        if statement.support in ("stated", "derived"):
+            found += [(f, n) for f in sentence.figures if not f.year and f.digits >= RESTATED_DIGITS]
+    found = found[:MAX_RESTATED]
+    if not found:
+        return out
+    for n, (sentence, statement) in enumerate(zip(said, out, strict=True)):
+        if statement.support != "unsupported" or (not cross and any(not material.known(x) for x in sentence.names)):
+            continue
+        hedge = hedged(sentence.bare)
+        figs = [f for f in sentence.figures if not material.given(f, hedge)]
+        again = {id(f): _again(f, found, n, hedge) for f in figs}
+        if any(again.values()) and all(again[id(f)] is not None or material.anywhere(f, hedge) for f in figs):
+            sources = [(f, again[id(f)]) for f in figs if again[id(f)] is not None]
+            basis = [Basis(figure=f.text, url=out[m].url or "", passage=_short(out[m].text)) for f, m in sources]
+            how = "; ".join(f"{f.text} as the report gives it in “{_short(out[m].text, 80)}”" for f, m in sources)
+            out[n] = Statement(text=statement.text, support="derived", basis=basis, arithmetic=how)
+    return out
+
+
+def _again(figure: Figure, found: list[tuple[Figure, int]], me: int, hedge: bool) -> int | None:
+    """Which other supported statement gives ``figure`` (within its rounding), if one does."""
+    if figure.year or figure.digits < RESTATED_DIGITS:
+        return None
+    return next((n for g, n in found if n != me and any(figure.matches(v, hedge) for v in g.values)), None)
+
+
+def _short(text: str, size: int = 200) -> str:
+    return text if len(text) <= size else text[: size - 1] + "…"

@@ -80,6 +80,7 @@ def test_there_are_histories_to_replay():
             "evidence_gathered_ahead",  # the steps read while the plan waited for review; an edit reread only what it changed
             "report_stated_nothing",  # a report stating nothing, twice: the findings (and the first with one-batch activations)
             "report_mostly_invented",  # a first report mostly unsupported, one statement invented: asked again, then the findings
+            "report_stated_by_page_read",  # a statement no passage shown held, stated by a page the run read
             "report_only_absent",  # a first report only saying what the findings lack: asked again, the faithful second ships
         }
         <= {p.stem for p in HISTORIES}

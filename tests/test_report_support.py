@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from testkit.llm_server import last_user
-from testkit.research_script import FACT
+from testkit.pages import article
+from testkit.research_script import FACT, first_user
 from testkit.runs import keep_history, start
 from workflows.models import RunStatus
 
@@ -247,3 +248,27 @@ async def test_a_report_saying_twice_what_is_not_given_ships_the_second(
     result = await (await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)).result()
     assert len(llm.calls("reporter")) == 2 and result.final_report.startswith(ONLY_ABSENT.strip())
     assert "the reporter failed" not in result.final_report and [s.support for s in result.statements] == ["absent"]
+
+
+FILLER = [
+    f"Visitors' note {n}: the walk to the headland takes an hour, and the café opens at ten in summer."
+    for n in range(40)
+]
+LAMP = "The lamp room was rebuilt by the engineer Halvard Brekke in 1906 for £2,340."
+
+
+async def test_a_statement_a_page_the_run_read_states_is_stated_though_no_passage_shown_held_it(
+    temporal_client, task_queue, worker, llm, script, pages
+):
+    """A strong model's faithful report (or an outside check's, written from
+    the documents) may state what a page the run read says beyond the
+    passages the reporter was shown: stated, with that page, not invention."""
+    pages.add("/lighthouse", article("Lantern Rock history", [FACT + ".", *FILLER, LAMP]))
+    script.reporter = lambda request: f"The keeper logged 4,417 ships in 1911.\n\n{LAMP}\n"
+    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True, evidence_tokens=200)
+    result = await handle.result()
+    await keep_history(handle, "report_stated_by_page_read")
+    assert "Brekke" not in first_user(llm.calls("reporter")[0])  # the passages shown did not hold it
+    assert len(llm.calls("reporter")) == 1 and not result.warnings
+    lamp = next(s for s in result.statements if "Brekke" in s.text)
+    assert lamp.support == "stated" and lamp.url == pages.url("/lighthouse") and "Brekke" in lamp.passage

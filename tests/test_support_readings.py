@@ -118,3 +118,17 @@ def test_pairs_are_two_birds_each():
     shown = "[Puffins](http://x/p): The survey counted 1,240 breeding pairs of puffins at Hallow Point in 2023."
     _, statements = support_of("1,240 pairs means about 2,480 breeding adults.", shown)
     assert statements[0].support == "derived" and statements[0].arithmetic == "1,240 × 2 = 2,480"
+
+
+def test_the_figures_a_statement_lists_are_summed_and_averaged():
+    """A strong model's Spanish table row: its own four figures, their sum
+    and their mean (in the material, the figures stand in two tables)."""
+    shown = (
+        "[Memoria 2022/23](http://x/m): Campaña 2020/2021: 16.880 t; campaña 2021/2022: 12.430 t.\n\n"
+        "[Memoria 2023/24](http://x/n): Campaña 2022/2023: 7.960 t; campaña 2023/2024: 9.615 t."
+    )
+    row = "| **Media** | **(16.880 + 12.430 + 7.960 + 9.615) ÷ 4 = 46.885 ÷ 4 = 11.721,25** |"
+    _, statements = support_of(row, shown)
+    assert statements[0].support == "derived" and "11,721.25" in statements[0].arithmetic
+    _, wrong = support_of(row.replace("11.721,25", "12.721,25"), shown)
+    assert wrong[0].support == "unsupported"

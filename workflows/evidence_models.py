@@ -6,16 +6,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from workflows.models import Citation, Model
+from workflows.models import Citation, EvidencePage, Model  # noqa: F401 (EvidencePage re-exported)
 from workflows.support_models import SupportCounts
-
-
-class EvidencePage(Model):
-    """A page a step read: its text is a blob (the crawl's markdown)."""
-
-    url: str
-    title: str = ""
-    blob: str
 
 
 class GatherRequest(Model):

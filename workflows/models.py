@@ -220,6 +220,14 @@ class Citation(Model):
     url: str
 
 
+class EvidencePage(Model):
+    """A page a step read: its text is a blob (the crawl's markdown)."""
+
+    url: str
+    title: str = ""
+    blob: str
+
+
 class PageRead(Model):
     """A page a run read, as a later run re-checks it: where, and the text it
     read (by blob reference) with the server's validators."""
@@ -436,6 +444,9 @@ class ModelRequest(Model):
     evidence_tokens: int | None = None
     # Keep the request as sent in the blob store (``ModelReply.shown``).
     keep_shown: bool = False
+    # With ``keep_shown``: the pages the run read, whose text may support the
+    # reply's statements beside what the request shows (``activities/support.py``).
+    support_pages: list[EvidencePage] = Field(default_factory=list)
 
     @property
     def serving_role(self) -> str:

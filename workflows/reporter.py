@@ -151,6 +151,9 @@ def _report_request(
             parts.insert(2, for_reporter(state.recheck))
             changes = {"recheck_since": state.prior.date}
     budget = box.request.evidence_tokens if passages else None
+    pages = (
+        statements.support_pages(state) if passages is not False and workflow.patched(statements.PAGES_PATCH) else []
+    )
     return ModelRequest(
         role="reporter",
         prompt="reporter",
@@ -165,6 +168,7 @@ def _report_request(
         ],
         on_overflow="trim" if trim else "refuse",
         keep_shown=passages is not False,
+        support_pages=pages,  # the pages read: a statement they state is stated (workflows/statements.py)
         topic=state.topic,  # what the report states beyond it is measured (ModelReply.held)
     )
 

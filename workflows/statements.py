@@ -44,9 +44,12 @@ from workflows.reply_checks import ReporterUnsupported, ask_again, grounded_repo
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
     from workflows.grounding import MIN_ITEMS, findings_items
-    from workflows.models import ModelReply, ModelRequest
+    from workflows.models import EvidencePage, ModelReply, ModelRequest
+    from workflows.state import RunState
     from workflows.support_models import Statement, SupportCounts
 
+PAGES_PATCH = "support-reads-the-pages-read"  # recorded runs judged a report by what it was shown only
+MAX_SUPPORT_PAGES = 40  # of the pages the run read, those a report's statements may be found in
 NOTHING_PATCH = "re-ask-reports-stating-nothing"  # recorded runs shipped a report that stated nothing
 ABSENT_PATCH = "re-ask-reports-only-saying-what-is-not-given"  # recorded runs shipped them
 MOSTLY_PATCH = "re-ask-mostly-unsupported-reports"  # recorded runs shipped a first report mostly unsupported
@@ -76,6 +79,19 @@ ONLY_ABSENT = (
     "names and dates, and cite their pages; if they truly do not, say so, and report what they do say on the "
     "question's subject, cited."
 )
+
+
+def support_pages(state: RunState) -> list[EvidencePage]:
+    """The pages the run read (its crawls that gave a page's text, the first
+    ``MAX_SUPPORT_PAGES``): a report's statement that one of them states is
+    stated, though the passages shown to the reporter left it out. A strong
+    model's faithful report (or an outside check's, written from the
+    documents) names a publication's date or a figure of a page the run
+    read that no passage shown carried."""
+    pages = [
+        EvidencePage(url=r.sources[0].url, title=r.sources[0].title, blob=r.blob or "") for r in state.pages_with_text()
+    ]
+    return pages[:MAX_SUPPORT_PAGES]
 
 
 def only_absent(reply: ModelReply, findings: list[str], question: str) -> bool:
