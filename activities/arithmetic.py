@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from activities.figures import Figure
-from activities.units import CONVERSIONS, TEMPERATURES
+from activities.units import CONVERSIONS, TEMPERATURES, named_unit
 
 MAX_POOL = 30  # figures a statement's arithmetic may start from
 MAX_RUN = 24  # figures of one passage or table column whose runs are summed and averaged
@@ -41,12 +41,25 @@ NAMED_OPS = {
     "change": (" increase", "decrease", " grew", " rose", " fell", "growth", "decline", " change", "higher", "lower"),
     "diff": (" more ", " fewer ", " less ", "difference", "margin", " by "),
 }
+ROOT_WORDS = ("root", "factor", "wurzel", "racine", "raíz", "radice", "raiz")  # a growth factor named
 _PERCENT_OPS = frozenset({"share", "change", "rate", "fraction", "part"})
 _POINT_OPS = frozenset({"sum%", "diff%"})
 
 
+def _unit(x: float) -> bool:
+    """A count of two to ten: added to a figure or taken from it, it gives
+    that figure nearly, by chance; it multiplies or divides ("5 mm / 2 mm",
+    "420 / 4" for "a quarter")."""
+    return x.is_integer() and 2 <= x <= 10
+
+
 def _pairs(
-    pool: list[tuple[float, bool]], periods: list[int], percent: bool, years: set[float] = frozenset()
+    pool: list[tuple[float, bool]],
+    periods: list[int],
+    percent: bool,
+    years: set[float] = frozenset(),
+    roots: bool = False,
+    strict: bool = False,
 ) -> list[_Candidate]:
     """One step from two figures; shares, changes and rates only when a
     percentage is looked for. A year (one of ``years``) only ever meets
@@ -62,21 +75,27 @@ def _pairs(
                     out.append((abs(a - b), 1, "diff", (max(a, b), min(a, b))))
                 continue
             mixed = 3 if pa != pb else 0  # a percentage and a count seldom make one figure
-            if i < j:
+            if mixed and strict:
+                continue  # and from a wide pool, never
+            if a in (0.0, 1.0) or b in (0.0, 1.0):
+                continue  # 11.7 / 1 is 11.7 as stated, not arithmetic
+            counted = _unit(a) or _unit(b)  # a count of two to ten multiplies or divides ("5 / 2", "× 4")
+            if i < j and not counted:
                 points = "%" if pa and pb else ""  # percentages added or set apart: points
                 out += [
                     (a + b, 2 + mixed, "sum" + points, (a, b)),
                     (abs(a - b), 1 + mixed, "diff" + points, (max(a, b), min(a, b))),
-                ]
+                ]  # (4.4 + 4 beside "four times" is chance)
+            if i < j:
                 out.append((a * b, 4 + mixed, "product", (a, b)))
-            if b == 0:
-                continue
             r = a / b
             out.append((r, 3, "ratio", (a, b)))
             if not percent:
+                if roots and r > 0 and a != b:  # the yearly growth factor its words name: "fifth root = 1.0393"
+                    out += [(r ** (1 / n), 6, "root", (a, b, float(n))) for n in periods]
                 continue
             out += [(r * 100, 3, "share", (a, b)), (abs(r - 1) * 100, 3, "change", (a, b))]
-            if a + b:
+            if a + b and not counted:
                 out.append((a / (a + b) * 100, 4, "part", (a, b)))
             if r > 0 and a != b:
                 out += [(abs(r ** (1 / n) - 1) * 100, 5, "rate", (a, b, float(n))) for n in periods]
@@ -86,7 +105,7 @@ def _pairs(
 def _conversions(pool: list[tuple[float, bool]], units: str) -> list[_Candidate]:
     """Unit conversions the statement's words name (``units``, lower-cased,
     spaced), and a fraction as a percentage."""
-    named = [n for n, (_, _, words) in enumerate(CONVERSIONS) if any(w in units for w in words)]
+    named = [n for n, (_, _, words) in enumerate(CONVERSIONS) if any(named_unit(w, units) for w in words)]
     degrees = any(w in units for w in TEMPERATURES)
     out: list[_Candidate] = []
     for a, _ in pool:
@@ -156,6 +175,9 @@ def explain(op: str, uses: tuple[float, ...], value: float) -> str:
     if op == "rate":
         n = int(uses[2])
         return f"({_n(a)} / {_n(b)})^(1/{n}) − 1 = {_n(((a / b) ** (1 / n) - 1) * 100)} %"
+    if op == "root":
+        n = int(uses[2])
+        return f"({_n(a)} / {_n(b)})^(1/{n}) = {_n(value)}"
     return simple[op]
 
 
@@ -172,6 +194,7 @@ class Derivations:
         units: str = "",
         years: set[float] = frozenset(),
         anchored: bool = False,
+        strict: bool = False,
     ) -> None:
         """``pool``: (value, whether a percentage) of the stated figures, the
         most relevant first; ``runs``: ``run_candidates`` of the passages;
@@ -181,12 +204,16 @@ class Derivations:
         written as years; ``anchored``: the statement gives figures of its
         own, so a compound rate, or arithmetic with a change of scale, starts
         from one of ``find``'s anchors (168 / 860 over five years is no
-        growth rate of £21.7m: chance)."""
+        growth rate of £21.7m: chance); ``strict``: the pool is wide (the
+        report's figures around a statement): a percentage and a count are
+        never combined."""
         pool = list(dict.fromkeys((float(v), bool(pc)) for v, pc in pool if math.isfinite(v)))[:MAX_POOL]
         found_years = [a for a, _ in pool if is_year(a)]
         spans = sorted({abs(int(a - b)) for a in found_years for b in found_years if 0 < abs(a - b) <= 40})
         periods = spans[:MAX_YEARS]  # a compound rate over the span of the years it speaks of
-        pairs = _pairs(pool, periods, percent, set(years))
+        low = f" {units.lower()} "
+        roots = any(w in low for w in ROOT_WORDS)
+        pairs = _pairs(pool, periods, percent, set(years), roots, strict)
         found = [c for c in pairs + _conversions(pool, f" {units.lower()} ") if math.isfinite(c[0])]
         found.sort(key=lambda c: c[0])
         self.lists = [(found, [c[0] for c in found])] + [(r, [c[0] for c in r]) for r in runs]
@@ -196,7 +223,12 @@ class Derivations:
         self.named = {op for op, words in NAMED_OPS.items() if any(w in low for w in words)}  # what the words say
 
     def find(
-        self, figure: Figure, hedge: bool = False, anchors: set[float] = frozenset(), close: set[float] | None = None
+        self,
+        figure: Figure,
+        hedge: bool = False,
+        anchors: set[float] = frozenset(),
+        close: set[float] | None = None,
+        free_digits: int = 0,
     ) -> Derivation | None:
         """The simplest derivation that rounds to ``figure``, or None; one
         from the statement's own figures first. A year is never computed; a
@@ -205,7 +237,9 @@ class Derivations:
         of ``anchors`` (what the question, the statement, the sentence before
         it or the report stated), a one-digit one from ``close`` anchors only
         (the same but what the report stated before the sentence before it;
-        default: ``anchors``)."""
+        default: ``anchors``). ``free_digits``: a figure of fewer significant
+        digits starts from an anchor, whatever the operation (a pool of the
+        whole report's figures)."""
         if figure.year:
             return None
         close = anchors if close is None else close
@@ -225,6 +259,8 @@ class Derivations:
                         if shift != 1.0 and c[2] != "same" and figure.digits < 3:
                             continue  # arithmetic and a change of scale both, to two digits: chance
                         operands = set(c[3][:2])
+                        if figure.digits < free_digits and not operands & anchors:
+                            continue
                         exotic = c[2] == "rate" or (shift != 1.0 and c[2] != "same")
                         if self.anchored and exotic and not operands & anchors:
                             continue  # a compound rate, or arithmetic and a scale: from what it speaks of
@@ -240,7 +276,7 @@ class Derivations:
             return None
         _, (value, _, op, uses), shift = best
         how = explain(op, uses, value) + (f" (× {_n(shift)})" if shift != 1.0 else "")
-        return Derivation(value * shift, how, uses[:2] if op == "rate" else uses)
+        return Derivation(value * shift, how, uses[:2] if op in ("rate", "root") else uses)
 
 
 def _fits(op: str, figure: Figure) -> bool:

@@ -22,6 +22,7 @@ from workflows.support_models import Basis
 
 SHOWN_PASSAGE = 400  # characters of a passage kept with a figure it gives
 PASSES = 2  # a figure derived may be the start of the next one's arithmetic
+STRICT_DIGITS = 4  # from a wide pool, a figure of fewer digits is matched by chance: it needs an anchor
 
 
 def shown(passage) -> str:
@@ -50,25 +51,31 @@ def derive(
     question: list[Figure],
     trusted: list[tuple[float, bool]],
     hedge: bool,
+    strict: bool = False,
 ) -> tuple[list[Basis], str] | None:
     """The basis and arithmetic of each figure in ``lacking`` when every one
     follows from the pool (see the module's note); else None. ``held``: the
-    statement's figures with the passages that hold them."""
+    statement's figures with the passages that hold them. ``strict``:
+    ``trusted`` is a wide pool (the report's figures around it), so a
+    figure of fewer than ``STRICT_DIGITS`` significant digits starts from
+    the statement's own figures or one it derives first."""
     own: list[tuple[float, bool]] = []
     origin: dict[float, object] = {}
     near = [g for g in figures(context, writing) if not g.small][:MAX_POOL]  # what it speaks of
     mine = figures(bare, writing)
     counts = [g for g in mine if g.small]  # its own small figures ("±2 mm"), when stated
-    for f, holders in [*held, *((g, matched) for g in near + counts)]:
+    listed: list[float] = []  # its own figures the material states, in order: "(16.880 + 12.430 + 7.960) / 3"
+    for n, (f, holders) in enumerate([*held, *((g, matched) for g in near + counts)]):
         found = _matched_value(f, holders, hedge)
         if found is not None:  # as the material writes it; a percentage when either says so
             own.append((found[0], found[1] or f.percent))
             origin.setdefault(found[0], found[2])
+            if n < len(held) and not is_year(found[0]):
+                listed.append(found[0])
     given = [(g.values[0], g.percent) for g in question] + [(k, False) for k in word_factors(f"{bare} {context}")]
     # what the report stated or derived before it (it may compute from its own earlier figures)
     pool = own + given + list(trusted) + _passage_pool(matched, set(reading.terms(f"{bare} {context}")), origin)
     runs = [p.runs() for p in matched[:3]]
-    listed = [v for v, _ in own if not is_year(v)]  # the figures it lists: "(16.880 + 12.430 + 7.960) / 3"
     if len(listed) >= 3:
         runs.append(run_candidates([listed]))
     years = _years([*near, *mine, *question], matched)
@@ -77,7 +84,7 @@ def derive(
     based: set[float] = set()  # figures in the basis, or derived
     steps: list[str] = []
     todo = list(lacking)
-    anchors = {v for v, _ in own} | {v for v, _ in trusted} | {v for v, _ in given}
+    anchors = {v for v, _ in own} | (set() if strict else {v for v, _ in trusted} | {v for v, _ in given})
     # a one-digit figure ("£5 million") from the report's earlier figures only as the sentence before
     # writes them: 18 m of depth times 290,000 homes is chance, not arithmetic
     close = {v for v, _ in own} | {v for v, _ in given} | {v for v, _ in trusted if any(g.matches(v) for g in near)}
@@ -90,10 +97,11 @@ def derive(
             units=f"{bare} {context}",
             years=years,
             anchored=any(not is_year(v) for v, _ in own),
+            strict=strict,
         )
         left = []
         for f in todo:
-            d = found.find(f, hedge, anchors, close)
+            d = found.find(f, hedge, anchors, close, STRICT_DIGITS if strict else 0)
             if d is None:
                 left.append(f)
                 continue

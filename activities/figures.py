@@ -31,7 +31,7 @@ _URL = re.compile(r"(?:https?|file)://[^\s<>\"'”’»）)\]]{1,2000}")
 # A number not glued to a Latin, Greek or Cyrillic letter before it (``Tern-4``,
 # ``CO2``, ``Q3`` are names; CJK text has no spaces), then a per cent sign or
 # word, or the word after it (a scale, a unit, or what makes it a name).
-_LETTER = "A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff"
+_LETTER = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u03ff\u0400-\u04ff"  # not × (U+00D7) nor ÷ (U+00F7)
 _FIGURE = re.compile(
     rf"(?<![{_LETTER}])(?<![{_LETTER}][-‐‑/])(?<![\d.,\u2009])(\d{{1,15}}(?:[.,]\d{{1,15}}|\u2009\d{{3}}){{0,6}})(?![\d])"
     r"(?:(\s?(?:%|％|per ?cent\b|pct\b|percentage points?\b|prozent\b|por ciento\b|pour cent\b))"
@@ -147,7 +147,13 @@ class Figure(NamedTuple):
 GROUP = "\u2009"
 _GROUP_SPACE = re.compile(r"(?<=\d)[\u00a0\u202f\u2009](?=\d{3}(?!\d))")
 # A span of years with its end cut to two digits: "2018–23", "FY2021-22".
-_SHORT_SPAN = re.compile(r"(?<![\d.,])((?:19|20)\d\d)([–—‐‑-]|/)(\d\d)(?![\d%]|[.,]\d)")
+_SHORT_SPAN = re.compile(r"(?<![\d.,])((?:19|20)\d\d)([–—‐‑-]|/)(\d\d)(?![\d%]|[.,]\d|[-‐‑/]\d)")  # not "2021-03-03"
+# A document's part named by its number ("Table 2.1", "Tab. 4.1", "§ 2", "Abb. 3"): a label, no figure.
+_REFERENCE = re.compile(
+    r"(?<![^\W\d_])(?:Table|Tab\.|Tabelle|Tabla|Tableau|Tabella|Tabela|Figure|Fig\.|Abb\.|Section|Chapter|Kapitel"
+    r"|Annex|Anhang|Appendix|Anexo|Cuadro)\s?\d{1,3}(?:\.\d{1,3}){0,3}(?![\d,.]\d)|§\s?\d{1,3}(?:\.\d{1,3}){0,3}(?![\d,.]\d)",
+    re.IGNORECASE,
+)
 # A fiscal or calendar year's label: "FY2023", "FY22", "CY'21" (not a quarter's or a half's: "H2 50 kg" is hydrogen).
 _PERIOD = re.compile(r"\b(FY|CY)\s?['’]?(\d{4}|\d{2})\b")
 # Whole numbers grouped by thousands with plain spaces ("31 600", "1 402"): at most five groups, so
@@ -161,9 +167,11 @@ def plain(text: str) -> str:
     text; character references read (``&#39;`` is a quote, not 39);
     thousands grouped by a no-break or thin space written with ``GROUP``
     ("2 150" is one figure, 2150, and no year); a span of years' two-digit end written whole ("2018–23" is
-    2018–2023, not a figure 23), and a period's label apart from its year
-    ("FY2023" is FY 2023)."""
+    2018–2023, not a figure 23), a period's label apart from its year
+    ("FY2023" is FY 2023), and a document part's number left out ("Table
+    2.1")."""
     text = _RUN_IN_ITEM.sub(" ", _MARKERS.sub(" ", _URL.sub(" ", _LINK.sub(r"\1", html.unescape(text)))))
+    text = _REFERENCE.sub(_label, text)
     return _SHORT_SPAN.sub(_whole_span, _PERIOD.sub(_period_year, _GROUP_SPACE.sub(GROUP, text)))
 
 
@@ -176,9 +184,18 @@ def _period_year(match: re.Match[str]) -> str:
 
 
 def _whole_span(match: re.Match[str]) -> str:
+    """ "2018–23" as 2018–2023, "1998-02" as 1998-2002; "2021-03" (a month)
+    left as written."""
     start, end = int(match.group(1)), int(match.group(3))
+    if end <= start % 100 and start >= 2000:
+        return match.group()
     century = start - start % 100 + (100 if end < start % 100 else 0)
     return f"{match.group(1)}{match.group(2)}{century + end}"
+
+
+def _label(match: re.Match[str]) -> str:
+    """A document part's label without its number ("Table 2.1" as "Table")."""
+    return re.sub(r"[\d.\s]+$", "", match.group())
 
 
 def joined_thousands(text: str) -> str:
@@ -233,12 +250,19 @@ def figures(text: str, writing: str | None = "") -> list[Figure]:
     """The figures of ``text`` (already ``plain``), in order. ``writing``:
     how it writes numbers (``convention``; "" to tell from ``text`` itself,
     None for both readings of "1,960" and "4.312")."""
+    return [figure for _, _, figure in placed_figures(text, writing)]
+
+
+def placed_figures(text: str, writing: str | None = "") -> list[tuple[int, int, Figure]]:
+    """``figures`` with where each stands in ``text``: (start, end, figure),
+    the end after its per cent sign or scale word, not after another word."""
     if writing == "":
         writing = convention(text)
-    out: list[Figure] = []
+    out: list[tuple[int, int, Figure]] = []
     for match in _FIGURE.finditer(text):
         raw, percent, word = match.group(1), bool(match.group(2)), (match.group(3) or "").lower()
         scale = 1.0
+        end = match.end(2) if percent else match.end(1)
         if word:
             glued = not word[0].isspace()
             word = word.strip()
@@ -250,9 +274,12 @@ def figures(text: str, writing: str | None = "") -> list[Figure]:
                 continue  # 3D, 4G: a name
             else:
                 scale = _SCALES.get(word, 1.0)
+            end = match.end(3) if scale != 1.0 else end
         small = scale == 1.0 and not percent and raw.isdigit() and len(raw) <= 2 and int(raw) <= 10
         shown = raw + (f" {word}" if scale != 1.0 else "") + (" %" if percent else "")
-        out.append(Figure(shown, _scaled(_readings(raw, writing), scale), percent, small, _digits(raw)))
+        out.append(
+            (match.start(1), end, Figure(shown, _scaled(_readings(raw, writing), scale), percent, small, _digits(raw)))
+        )
     return out
 
 

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from activities import reading
+from activities.common_words import common
 from activities.derivation import sequences
 from activities.figures import Figure, convention, figures, plain, spaced_figures
 from activities.number_words import worded_figures
@@ -65,6 +66,48 @@ def same_language(report: str, shown: str) -> bool:
         return False
     common = {w for w, _ in Counter(_function_words(shown)).most_common(COMMON_WORDS)}
     return sum(1 for w in said if w in common) / len(said) >= MIN_COMMON_SHARE
+
+
+TRANSLATED_SHARE = 0.25  # of the material's passages in words, in another language than the report: it translates
+MIN_PASSAGE_WORDS = 8  # a passage of fewer words (a table row, a title) tells no language
+# Each language's commonest function words: what a text is written in is the one it uses most of.
+FUNCTION_WORDS = {
+    "en": "the of and to in is was for that with on by from as are were it its at which this be has have",
+    "de": "der die das und den von zu mit im ist des für auf nicht ein eine dem sich bei wurde auch als nach aus",
+    "fr": "le la les de des et du un une est en dans pour par sur au aux que qui été pas avec plus",
+    "es": "el la los las de y en del que por un una con para se es al fue su lo como más sobre",
+    "it": "il la le di e che del della in un una per con è sono dei delle gli nel alla al da non",
+    "pt": "o a os as de e do da dos das em um uma para com que no na foi é por ao",
+    "nl": "de het een en van in is op te dat voor met zijn niet aan er bij ook als",
+}
+_FUNCTION_SETS = {language: frozenset(words.split()) for language, words in FUNCTION_WORDS.items()}
+
+
+def language_of(text: str) -> str | None:
+    """The language ``text`` is written in, by its function words ("cjk"
+    for Chinese, Japanese or Korean); None when it has too few to tell."""
+    if is_cjk(text):
+        return "cjk"
+    words = _function_words(text)
+    counts = {language: sum(1 for w in words if w in used) for language, used in _FUNCTION_SETS.items()}
+    best = max(counts, key=counts.get)
+    return best if counts[best] >= 2 else None
+
+
+def translated(report: str, passages: list[Passage]) -> bool:
+    """Whether a report writes over material in another language than its
+    own, in part (``TRANSLATED_SHARE`` of its passages in words or more:
+    German pages under an English report): a capitalised common word the
+    material lacks is then a translation ("Environmental Statement" for
+    "Umwelterklärung", "Rotterdam" for "Róterdam"), not an invented name."""
+    mine = language_of(report[:20_000])
+    told = foreign = 0
+    for p in passages:
+        if len(_function_words(p.text[:600])) < MIN_PASSAGE_WORDS:
+            continue
+        told += 1
+        foreign += language_of(p.text[:600]) not in (mine, None)
+    return mine is not None and bool(told) and foreign / told >= TRANSLATED_SHARE
 
 
 @dataclass
@@ -239,6 +282,7 @@ class Material:
         self.values = sorted(v for p in self.passages for f in p.figures for v in f.values)
         self.where = sorted((v, i) for i, p in enumerate(self.passages) for v in p.values)  # which passage holds what
         self.question_figures = figures(plain(question), None)
+        self.translations = False  # set for the report judged (``translated``)
 
     def given(self, figure: Figure, hedge: bool) -> bool:
         """Whether the question gives ``figure``."""
@@ -278,4 +322,9 @@ class Material:
         return [i for i, _ in sorted(count.items(), key=lambda item: -item[1])][: HOLDING * 2]
 
     def known(self, name: str) -> bool:
-        return named_in(name, self.words)
+        """Whether the material uses ``name``, or, over material the report
+        translates (``translations``), it is a common word of a language
+        (``activities/common_words.py``). In the material's own language,
+        a name of common words it never uses ("the King Road", "the Royal
+        Society for Seabirds") is a name to find in it."""
+        return named_in(name, self.words) or (self.translations and common(name))

@@ -166,10 +166,21 @@ def names(text: str) -> list[str]:
         before = text[max(0, match.start() - 3) : match.start()].rstrip(" *_\"'“(")
         if not before or before[-1] in ".!?:;|-•>\n" or match.start() == 0:
             continue
+        if _ABBREVIATION.fullmatch(word) or "_" in word:
+            continue  # "KPIs", "PPMs", "Feb-24", "v_end": abbreviations, a period, code
+        parts = [p for p in word.split("-") if p]
+        if len(parts) > 1:  # "Chinese-language": its capitalised parts are what it names
+            word = "-".join(p for p in parts if p[:1].isupper() and p.lower() not in NOT_NAMES)
         word = word.lower().removesuffix("'s").removesuffix("’s").strip("'’-")
-        if word not in NOT_NAMES:
+        if word and word not in NOT_NAMES:
             out.append(word)
     return out
+
+
+# An abbreviation in capitals with a plural "s" ("KPIs", "APIs"), or a month with its year ("Feb-24", "Mar-2022").
+_ABBREVIATION = re.compile(
+    r"[A-Z]{2,5}s|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]{0,6}[-’']\d{2,4}"
+)
 
 
 # English function words German does not share: a text with enough of them is English, however many names.

@@ -28,8 +28,9 @@ the event loop.
 from __future__ import annotations
 
 from activities.derivation import derive, shown
+from activities.expressions import shown_arithmetic
 from activities.figures import Figure, constants, convention, hedged
-from activities.material import MAX_SHOWN, Material, Passage, is_cjk, same_language, words_of
+from activities.material import MAX_SHOWN, Material, Passage, is_cjk, same_language, translated, words_of
 from activities.statement_text import Sentence, lacks, statements_of
 from workflows.support_models import Basis, Statement, SupportCounts
 
@@ -67,6 +68,8 @@ def classify(
     if lacks(sentence.bare) and not _unfound(sentence, material, hedge):
         return Statement(text=text, support="absent")
     # in another language, a word the material lacks is a translation, not a name
+    # in another language, a word the material lacks is a translation, not a name ("Mouette", "Linlan"); over
+    # material it translates in part, a common word is known (``Material.known``)
     unknown = [] if cross else [n for n in sentence.names if not material.known(n)]
     matched = material.matching(sentence)
     overlap = _overlaps(sentence, matched, cross)
@@ -96,14 +99,17 @@ def classify(
     ]
     # a passage that holds one of its figures (not a year, not a count) speaks of what it speaks of
     holding = any(holders[i] for i, f in enumerate(figs) if not _year(f) and not f.small)
-    if lacking and (holding or _speaks_of(sentence, matched, cross)):
+    # one that speaks of none of its passages computes from its own figures, the question's and the
+    # report's earlier ones only ("| 2020/21 → 2021/22 | −4.450 t |" under a table's "| Paso | Variación |")
+    speaks = holding or _speaks_of(sentence, matched, cross)
+    if lacking:
         derived = derive(
             bare=sentence.bare,
             context=sentence.context,
             writing=sentence.writing,
             lacking=lacking,
             held=[(f, holders[i]) for i, f in enumerate(figs)],
-            matched=matched,
+            matched=matched if speaks else [],
             question=material.question_figures,
             trusted=trusted or [],
             hedge=hedge,
@@ -188,7 +194,9 @@ def support_of(
     if not said:
         return None, []
     material = Material(shown, question, pages)
-    cross = not same_language(_prose(report) or " ".join(s.bare for s in said), shown[:MAX_SHOWN])
+    prose = _prose(report) or " ".join(s.bare for s in said)
+    cross = not same_language(prose, shown[:MAX_SHOWN])
+    material.translations = translated(prose, material.passages)
     trusted: list[tuple[float, bool]] = []  # the report's figures stated or derived so far, the latest first
     out = []
     for sentence in said:
@@ -206,35 +214,119 @@ def support_of(
 
 RESTATED_DIGITS = 3  # a figure of this many significant digits, or more, found again is the same figure
 MAX_RESTATED = 400  # the report's supported figures looked at
+PASSES = 3  # a statement derived by the report's own figures may be what the next one computes from
 
 
 def restated(said: list[Sentence], out: list[Statement], material: Material, cross: bool) -> list[Statement]:
-    """``out`` with each unsupported statement that restates figures the
-    report itself states or derives elsewhere (before it or after: an
-    answer first, "about £2,295.60 per resident", then its arithmetic,
-    "£486.3m ÷ 211,840 = £2,295.60") derived from that statement. Each of
-    its figures is either such a figure (three significant digits or more,
-    not a year) or held by the material, one at least restated; it names
-    nothing the material lacks."""
-    found: list[tuple[Figure, int]] = []  # figures of supported statements, and which
-    for n, (sentence, statement) in enumerate(zip(said, out, strict=True)):
-        if statement.support in ("stated", "derived"):
-            found += [(f, n) for f in sentence.figures if not f.year and f.digits >= RESTATED_DIGITS]
-    found = found[:MAX_RESTATED]
-    if not found:
-        return out
-    for n, (sentence, statement) in enumerate(zip(said, out, strict=True)):
-        if statement.support != "unsupported" or (not cross and any(not material.known(x) for x in sentence.names)):
-            continue
-        hedge = hedged(sentence.bare)
-        figs = [f for f in sentence.figures if not material.given(f, hedge)]
-        again = {id(f): _again(f, found, n, hedge) for f in figs}
-        if any(again.values()) and all(again[id(f)] is not None or material.anywhere(f, hedge) for f in figs):
-            sources = [(f, again[id(f)]) for f in figs if again[id(f)] is not None]
-            basis = [Basis(figure=f.text, url=out[m].url or "", passage=_short(out[m].text)) for f, m in sources]
-            how = "; ".join(f"{f.text} as the report gives it in “{_short(out[m].text, 80)}”" for f, m in sources)
-            out[n] = Statement(text=statement.text, support="derived", basis=basis, arithmetic=how)
+    """``out`` with each unsupported statement derived from the report's
+    own supported statements, when it names nothing the material lacks:
+    - one that shows its arithmetic ("£486.3m ÷ 211,840 = £2,295.60",
+      "1.21281^(1/5) = 1.03934") where every relation holds, from figures
+      the material or the report's supported statements give
+      (``activities/expressions.py``), and whose other figures are such
+      figures or what it computes;
+    - one that restates figures the report derives elsewhere (the material
+      lacks them), before it or after (an answer first, "about £2,295.60 per
+      resident", then its arithmetic), each of its figures such a figure
+      (three significant digits or more, not a year) or held by the material.
+    Repeated ``PASSES`` times: a chain of shown steps resolves."""
+    for _ in range(PASSES):
+        found: list[tuple[Figure, int]] = []  # figures of supported statements, and which
+        for n, (sentence, statement) in enumerate(zip(said, out, strict=True)):
+            if statement.support in ("stated", "derived"):
+                found += [(f, n) for f in sentence.figures if not f.year]
+        found = found[:MAX_RESTATED]
+        changed = False
+        for n, (sentence, statement) in enumerate(zip(said, out, strict=True)):
+            if statement.support != "unsupported" or (not cross and any(not material.known(x) for x in sentence.names)):
+                continue
+            derived = (
+                _shown(sentence, material, found, n)
+                or _restating(sentence, material, found, n, out)
+                or _computed(sentence, material, found, n)
+            )
+            if derived is not None:
+                out[n] = Statement(text=statement.text, support="derived", basis=derived[0], arithmetic=derived[1])
+                changed = True
+        if not changed:
+            break
     return out
+
+
+def _shown(
+    sentence: Sentence, material: Material, found: list[tuple[Figure, int]], me: int
+) -> tuple[list[Basis], str] | None:
+    """Its shown arithmetic, when it holds from known figures and accounts
+    for each of its figures."""
+    hedge = hedged(sentence.bare)
+
+    def known(f: Figure) -> bool:
+        return material.anywhere(f, hedge) or any(
+            n != me and any(f.matches(v, hedge) for v in g.values) for g, n in found
+        )
+
+    arithmetic = shown_arithmetic(sentence.text, sentence.writing, known)
+    if arithmetic is None:
+        return None
+    computed = [x for v in arithmetic.values for x in (v, v * 100, v / 100)]
+    for f in sentence.figures:
+        if not (f.year or material.given(f, hedge) or known(f) or any(f.matches(v, True) for v in computed)):
+            return None
+    return [], "; ".join(arithmetic.how)
+
+
+def _restating(
+    sentence: Sentence, material: Material, found: list[tuple[Figure, int]], me: int, out: list[Statement]
+) -> tuple[list[Basis], str] | None:
+    """The statements it restates the figures of, when each of its figures
+    is such a figure or held by the material, one at least restated."""
+    hedge = hedged(sentence.bare)
+    figs = [f for f in sentence.figures if not material.given(f, hedge)]
+    # only a figure the material lacks (one the report computed) is restated: a figure the material states
+    # ("4417 ships") put in another statement ("the quay lost 4417 of its boats") is judged by the material
+    again = {id(f): None if material.anywhere(f, hedge) else _again(f, found, me, hedge) for f in figs}
+    if not any(v is not None for v in again.values()):
+        return None
+    if not all(again[id(f)] is not None or material.anywhere(f, hedge) for f in figs):
+        return None
+    sources = [(f, again[id(f)]) for f in figs if again[id(f)] is not None]
+    basis = [Basis(figure=f.text, url=out[m].url or "", passage=_short(out[m].text)) for f, m in sources]
+    how = "; ".join(f"{f.text} as the report gives it in “{_short(out[m].text, 80)}”" for f, m in sources)
+    return basis, how
+
+
+NEARBY = 6  # statements either side whose supported figures a statement may compute from
+
+
+def _computed(
+    sentence: Sentence, material: Material, found: list[tuple[Figure, int]], me: int
+) -> tuple[list[Basis], str] | None:
+    """Its figures derived from the supported figures of the statements
+    around it (``NEARBY`` either side: a table's computed column from the
+    rows and sentences that state its inputs), strictly: a figure of fewer
+    than four significant digits starts from its own figures or one it
+    derives first."""
+    hedge = hedged(sentence.bare)
+    figs = [f for f in sentence.figures if not f.year and not material.given(f, hedge)]
+    lacking = [f for f in figs if not material.anywhere(f, hedge)]
+    if not lacking:
+        return None
+    matched = material.matching(sentence)
+    held = [(f, [p for p in matched if p.holds(f, hedge)]) for f in figs if f not in lacking]
+    near = sorted((abs(n - me), g) for g, n in found if n != me and abs(n - me) <= NEARBY)
+    pool = [(g.values[0], g.percent) for _, g in near]
+    return derive(
+        bare=sentence.bare,
+        context=sentence.context,
+        writing=sentence.writing,
+        lacking=lacking,
+        held=held,
+        matched=[],
+        question=material.question_figures,
+        trusted=pool,
+        hedge=hedge,
+        strict=True,
+    )
 
 
 def _again(figure: Figure, found: list[tuple[Figure, int]], me: int, hedge: bool) -> int | None:

@@ -4,6 +4,8 @@ name ("twice", "a quarter"). Tables only, and their two lookups."""
 
 from __future__ import annotations
 
+import re
+
 # Factors of common conversions, each tried only for a statement that names
 # one of its units (a conversion it does not name would be a coincidence).
 CONVERSIONS = (
@@ -74,11 +76,20 @@ WORD_FACTORS = (
 TEMPERATURES = ("°", "fahrenheit", "celsius", "degrees")
 
 
+def named_unit(word: str, units: str) -> bool:
+    """Whether ``units`` (lower-cased, spaced) names the unit ``word``: at a
+    word's start ("mile" in "miles", not "mes" in "times" nor "day" in
+    "today"); a word written with its blanks (" mi ") as written."""
+    if word != word.strip() or not word[:1].isalpha():
+        return word in units
+    return re.search(rf"(?<![^\W\d_]){re.escape(word)}", units) is not None
+
+
 def constants(units: str) -> list[float]:
     """The factors of the conversions ``units`` (a statement's text) names:
     "365 days", "12 months" are no figures a source must state."""
     units = f" {units.lower()} "
-    return [k for k, _, words in CONVERSIONS if any(w in units for w in words)]
+    return [k for k, _, words in CONVERSIONS if any(named_unit(w, units) for w in words)]
 
 
 def word_factors(text: str) -> list[float]:

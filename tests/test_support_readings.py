@@ -132,3 +132,108 @@ def test_the_figures_a_statement_lists_are_summed_and_averaged():
     assert statements[0].support == "derived" and "11,721.25" in statements[0].arithmetic
     _, wrong = support_of(row.replace("11.721,25", "12.721,25"), shown)
     assert wrong[0].support == "unsupported"
+
+
+# --- arithmetic a statement shows (activities/expressions.py) ---------------------------------
+
+ANNUAL = (
+    "[Fact Book](http://x/f): Total headcount on 1 December 2019 was 18,420 students and on 1 December 2024 it "
+    "was 22,340 students.\n\n"
+    "[Bulletin](http://x/b): | Operator | Q1 | Q2 |\n|---|---|---|\n| Westerfold Rail | 88.9% | 90.6% |\n\n"
+    "[Bulletin](http://x/b): Trains planned (thousands): | Q1 | Q2 |\n|---|---|\n| 55.9 | 57.8 |"
+)
+
+
+def test_arithmetic_the_statement_shows_is_checked_and_derived():
+    for shown in (
+        "CAGR = (22,340 / 18,420)^(1/5) − 1 ≈ 0.0393, about 3.93 % a year.",
+        # an exponent as superscript, from a figure the report computes elsewhere
+        "(22,340 / 18,420)^(1/5) = 1.03934. Check: 18,420 × 1.03934⁵ ≈ 22,340.",
+        "Weighted: (88.9×55.9 + 90.6×57.8) ÷ 113.7 ≈ **89.76 %**.",
+        "TCAC : (22 340 ÷ 18 420)^(1/5) − 1 ≈ 0,0393.",  # French: spaced thousands, a decimal comma
+    ):
+        _, statements = support_of(shown, ANNUAL)
+        assert all(s.support == "derived" for s in statements), shown
+    for wrong in (
+        "CAGR = (22,340 / 18,420)^(1/5) − 1 ≈ 0.0493.",
+        "Weighted: (88.9×55.9 + 90.6×57.8) ÷ 113.7 ≈ 91.76 %.",
+    ):
+        assert support_of(wrong, ANNUAL)[1][0].support == "unsupported", wrong
+
+
+def test_a_figure_written_glued_to_a_times_sign_is_a_figure():
+    assert [f.text for f in figures(plain("(88.9×55.9 + 90.6÷57.8)"))] == ["88.9", "55.9", "90.6", "57.8"]
+
+
+def test_a_document_part_and_a_date_are_no_figures():
+    assert [f.text for f in figures(plain("Fact Book 2023, Table 2.1; UE 2021, Tab. 4.1 and § 2"))] == ["2023", "2021"]
+    assert [f.values[0] for f in figures(plain("stable on 2021-03-03; surveys of 2018–23"))] == [2021, 3, 3, 2018, 2023]
+
+
+def test_a_count_beside_a_figure_is_no_arithmetic():
+    """SmolLM2-like chance: 11.7 as "11.7 / 1", 8.4 as "4.4 + 4" beside "four times"."""
+    shown = "[Specs](http://x/s): The RP-9 weighs 4.4 kg and the Tern-4 3.1 kg; the RP-9 is four times less accurate."
+    assert kinds("The Tern-4 weighs 3.1 kg, about 8.4 pounds, four times less than 11.7 pounds.", shown)[0][0] == (
+        "unsupported"
+    )
+
+
+# --- names -----------------------------------------------------------------------------------
+
+GERMAN = (
+    "[Umwelterklärung 2024](http://x/u): Die fossilen CO2-Emissionen des Werks Riedbach betrugen 2023 "
+    "1.102.300 t. Die Werte stimmen mit den von der Deutschen Emissionshandelsstelle geprüften Berichten überein, "
+    "und die Bilanzgrenze ist gegenüber der Umwelterklärung 2021 unverändert geblieben."
+)
+
+
+ENGLISH_FINDINGS = (
+    "- The Riedbach plant's fossil CO2 emissions were 1,102,300 t in 2023, according to the plant's 2024 "
+    "statement, which the research step read in German. [Umwelterklärung 2024](http://x/u)"
+)
+
+
+def test_a_translated_name_of_common_words_is_no_invention_over_material_in_another_language():
+    """English findings over a German page: the report's "Environmental
+    Statement" translates "Umwelterklärung"; "Kelderbark" is no word of any
+    language, and still invented."""
+    shown = f"{ENGLISH_FINDINGS}\n\n{GERMAN}"
+    report = "The 2024 Environmental Statement gives fossil CO₂ emissions of 1,102,300 t for Riedbach in 2023."
+    assert kinds(report, shown) == [("stated", False)]
+    invented = "The 2024 Environmental Statement of the Kelderbark plant gives 1,102,300 t for 2023."
+    assert kinds(invented, shown)[0] == ("unsupported", True)
+
+
+def test_a_name_of_common_words_the_material_never_uses_is_invented_in_its_own_language():
+    shown = "[Oysters](http://x/o): The Selm Estuary Oyster Cooperative harvested 420 tonnes of oysters in 2023."
+    assert kinds("The cooperative harvested 420 tonnes in 2023, says the Royal Society for Oysters.", shown)[0] == (
+        "unsupported",
+        True,
+    )
+
+
+def test_abbreviations_and_periods_are_no_names():
+    from activities.statement_text import names
+
+    assert names("Our KPIs and PPMs rose in Feb-24 and Mar-2022, says a Chinese-language post by Jonas Pell") == [
+        "jonas",
+        "pell",
+    ]
+
+
+def test_a_tables_computed_column_comes_from_the_figures_stated_around_it():
+    """The change between two seasons, in a table of its own under a
+    heading that shares no word with the pages: from the report's own
+    stated figures nearby (a wide pool, so each figure of fewer than four
+    digits starts from one the row derives first)."""
+    shown = "[Memoria](http://x/m): Aceituna entregada: 16.880 t en 2020/2021 y 12.430 t en 2021/2022."
+    report = (
+        "La cooperativa recibió 16.880 t en 2020/2021 y 12.430 t en 2021/2022.\n\n"
+        "| Paso | Variación |\n|---|---|\n| 2020/2021 → 2021/2022 | −4.450 t (−26,4 %) |\n"
+    )
+    assert [s.support for s in support_of(report, shown)[1]] == ["stated", "derived"]
+    chance = (
+        "The survey found 1,240 puffin pairs; burrow occupancy was 71 %.\n\n- Sand eel landings fell by 1,169 tonnes."
+    )
+    puffins = "[Survey](http://x/s): The survey found 1,240 puffin pairs in 2023; burrow occupancy was 71 %."
+    assert support_of(chance, puffins)[1][-1].support == "unsupported"  # 1,240 − 71 % is no arithmetic
