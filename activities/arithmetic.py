@@ -41,6 +41,7 @@ NAMED_OPS = {
     "change": (" increase", "decrease", " grew", " rose", " fell", "growth", "decline", " change", "higher", "lower"),
     "diff": (" more ", " fewer ", " less ", "difference", "margin", " by "),
 }
+INDEX_WORDS = ("index", "= 100", "=100", "índice", "indice", "indizes")
 ROOT_WORDS = ("root", "factor", "wurzel", "racine", "raíz", "radice", "raiz")  # a growth factor named
 _PERCENT_OPS = frozenset({"share", "change", "rate", "fraction", "part"})
 _POINT_OPS = frozenset({"sum%", "diff%"})
@@ -213,13 +214,13 @@ class Derivations:
         periods = spans[:MAX_YEARS]  # a compound rate over the span of the years it speaks of
         low = f" {units.lower()} "
         roots = any(w in low for w in ROOT_WORDS)
-        pairs = _pairs(pool, periods, percent, set(years), roots, strict)
-        found = [c for c in pairs + _conversions(pool, f" {units.lower()} ") if math.isfinite(c[0])]
+        self.indexed = any(w in low for w in INDEX_WORDS)  # an index of a base year's 100: shares, unsigned
+        pairs = _pairs(pool, periods, percent or self.indexed, set(years), roots, strict)
+        found = [c for c in pairs + _conversions(pool, low) if math.isfinite(c[0])]
         found.sort(key=lambda c: c[0])
         self.lists = [(found, [c[0] for c in found])] + [(r, [c[0] for c in r]) for r in runs]
         self.own = set(own)
         self.anchored = anchored
-        low = f" {units.lower()} "
         self.named = {op for op, words in NAMED_OPS.items() if any(w in low for w in words)}  # what the words say
 
     def find(
@@ -270,7 +271,7 @@ class Derivations:
                             continue  # "20 %": from one anchored figure; "5 %", "0.7": from close ones only
                         own = all(u in self.own for u in c[3][:2])
                         rank = c[1] + (shift != 1.0) - (10 if own else 0) - (3 if c[2] in self.named else 0)
-                        if _fits(c[2], figure) and (best is None or rank < best[0]):
+                        if _fits(c[2], figure, self.indexed) and (best is None or rank < best[0]):
                             best = (rank, c, shift)
         if best is None:
             return None
@@ -279,12 +280,13 @@ class Derivations:
         return Derivation(value * shift, how, uses[:2] if op in ("rate", "root") else uses)
 
 
-def _fits(op: str, figure: Figure) -> bool:
+def _fits(op: str, figure: Figure, indexed: bool = False) -> bool:
     """A percentage comes from a share, a change, a rate, or a difference of
-    percentages (points); a plain figure never from a share, change or rate."""
+    percentages (points); a plain figure never from a share, change or rate,
+    but an index's from a share ("2019 = 100": 102.9 for 18,960 / 18,420)."""
     if figure.percent:
         return op in _PERCENT_OPS or op in _POINT_OPS
-    return op not in _PERCENT_OPS
+    return op not in _PERCENT_OPS or (indexed and op == "share")
 
 
 def is_year(x: float) -> bool:

@@ -52,13 +52,16 @@ def derive(
     trusted: list[tuple[float, bool]],
     hedge: bool,
     strict: bool = False,
+    table: str = "",
 ) -> tuple[list[Basis], str] | None:
     """The basis and arithmetic of each figure in ``lacking`` when every one
     follows from the pool (see the module's note); else None. ``held``: the
     statement's figures with the passages that hold them. ``strict``:
     ``trusted`` is a wide pool (the report's figures around it), so a
     figure of fewer than ``STRICT_DIGITS`` significant digits starts from
-    the statement's own figures or one it derives first."""
+    the statement's own figures or one it derives first. ``table``: the
+    header and supported rows of the table it is a row of, whose columns
+    it may total or average ("| Total | 46.885 |")."""
     own: list[tuple[float, bool]] = []
     origin: dict[float, object] = {}
     near = [g for g in figures(context, writing) if not g.small][:MAX_POOL]  # what it speaks of
@@ -78,6 +81,8 @@ def derive(
     runs = [p.runs() for p in matched[:3]]
     if len(listed) >= 3:
         runs.append(run_candidates([listed]))
+    if table:  # a row: the sums and averages of its table's columns (their supported rows)
+        runs.append(sequences(table, figures(table, writing), writing))
     years = _years([*near, *mine, *question], matched)
     percent = any(f.percent for f in lacking)
     basis: list[Basis] = []

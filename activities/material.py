@@ -122,6 +122,7 @@ class Passage:
     _lines: list[tuple[set[str], list[Figure]]] | None = None
     _runs: list | None = None
     _units: list[tuple[set[str], list[Figure]]] | None = None
+    _language: str | None = ""
 
     def __post_init__(self) -> None:
         self.values = sorted(v for f in self.figures + self.spelled for v in f.values)
@@ -159,6 +160,13 @@ class Passage:
     @property
     def cjk(self) -> bool:
         return is_cjk(self.text)
+
+    @property
+    def language(self) -> str | None:
+        """The language it is written in (``language_of``), read once."""
+        if self._language == "":
+            self._language = language_of(self.text[:600])
+        return self._language
 
     def holds(self, figure: Figure, hedge: bool) -> bool:
         """Whether one of its figures (or numbers spelled out) rounds to
@@ -283,6 +291,7 @@ class Material:
         self.where = sorted((v, i) for i, p in enumerate(self.passages) for v in p.values)  # which passage holds what
         self.question_figures = figures(plain(question), None)
         self.translations = False  # set for the report judged (``translated``)
+        self.report_language: str | None = None
 
     def given(self, figure: Figure, hedge: bool) -> bool:
         """Whether the question gives ``figure``."""
@@ -320,6 +329,13 @@ class Material:
                     at += 1
             count.update(seen)
         return [i for i, _ in sorted(count.items(), key=lambda item: -item[1])][: HOLDING * 2]
+
+    def foreign(self, passage: Passage) -> bool:
+        """Whether ``passage`` is in another language than the report, over
+        material it translates in part (``translations``): its words cannot
+        tell whether it states what the report says, only its figures and
+        names can (German pages under an English report and its findings)."""
+        return self.translations and passage.language not in (self.report_language, None)
 
     def known(self, name: str) -> bool:
         """Whether the material uses ``name``, or, over material the report

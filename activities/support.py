@@ -29,8 +29,17 @@ from __future__ import annotations
 
 from activities.derivation import derive, shown
 from activities.expressions import shown_arithmetic
-from activities.figures import Figure, constants, convention, hedged
-from activities.material import MAX_SHOWN, Material, Passage, is_cjk, same_language, translated, words_of
+from activities.figures import Figure, constants, convention, figures, hedged
+from activities.material import (
+    MAX_SHOWN,
+    Material,
+    Passage,
+    is_cjk,
+    language_of,
+    same_language,
+    translated,
+    words_of,
+)
 from activities.statement_text import Sentence, lacks, statements_of
 from workflows.support_models import Basis, Statement, SupportCounts
 
@@ -41,15 +50,16 @@ TRUSTED = 12  # of the report's own figures stated or derived before a statement
 NEAR_WORDS = 0.6  # of its words, in its matched passages together
 
 
-def _overlaps(sentence: Sentence, matched: list[Passage], cross: bool) -> dict[int, float]:
+def _overlaps(sentence: Sentence, matched: list[Passage], cross: bool, material: Material) -> dict[int, float]:
     """For each passage, the share of the statement's words it holds (1.0
-    where words cannot tell: another language or script, or a table row or
-    a line of figures with no words, whose table's header then speaks)."""
+    where words cannot tell: another language or script, the report's or
+    the passage's, or a table row or a line of figures with no words, whose
+    table's header then speaks)."""
     wanted = words_of(sentence.bare) or words_of(sentence.context if sentence.row else "")
     mine = is_cjk(sentence.bare)
     out = {}
     for p in matched:
-        if cross or mine != p.cjk or not wanted:
+        if cross or mine != p.cjk or not wanted or material.foreign(p):
             out[id(p)] = 1.0
         else:
             out[id(p)] = len(wanted & p.terms) / len(wanted)
@@ -72,7 +82,7 @@ def classify(
     # material it translates in part, a common word is known (``Material.known``)
     unknown = [] if cross else [n for n in sentence.names if not material.known(n)]
     matched = material.matching(sentence)
-    overlap = _overlaps(sentence, matched, cross)
+    overlap = _overlaps(sentence, matched, cross, material)
     factors = constants(sentence.bare)  # "365 days a year" needs no source
     figs = [f for f in sentence.figures if not material.given(f, hedge) and not any(f.matches(k) for k in factors)]
     holders = {i: [p for p in matched if p.holds(f, hedge)] for i, f in enumerate(figs)}
@@ -101,7 +111,7 @@ def classify(
     holding = any(holders[i] for i, f in enumerate(figs) if not _year(f) and not f.small)
     # one that speaks of none of its passages computes from its own figures, the question's and the
     # report's earlier ones only ("| 2020/21 → 2021/22 | −4.450 t |" under a table's "| Paso | Variación |")
-    speaks = holding or _speaks_of(sentence, matched, cross)
+    speaks = holding or _speaks_of(sentence, matched, cross, material)
     if lacking:
         derived = derive(
             bare=sentence.bare,
@@ -143,7 +153,7 @@ def _local(sentence: Sentence, passage: Passage, figs: list[Figure], hedge: bool
     return len(wanted & near) / len(wanted)
 
 
-def _speaks_of(sentence: Sentence, matched: list[Passage], cross: bool) -> bool:
+def _speaks_of(sentence: Sentence, matched: list[Passage], cross: bool, material: Material) -> bool:
     """Whether a passage it matched speaks of what it (with the sentence
     before it, or its table's header) speaks of: a word in common (or a
     language whose words cannot match)."""
@@ -151,7 +161,7 @@ def _speaks_of(sentence: Sentence, matched: list[Passage], cross: bool) -> bool:
         return bool(matched)
     wanted = words_of(f"{sentence.bare} {sentence.context}")
     mine = is_cjk(sentence.bare)
-    return not wanted or any(mine != p.cjk or wanted & p.terms for p in matched)
+    return not wanted or any(mine != p.cjk or material.foreign(p) or wanted & p.terms for p in matched)
 
 
 def _near(sentence: Sentence, matched: list[Passage]) -> float:
@@ -197,6 +207,7 @@ def support_of(
     prose = _prose(report) or " ".join(s.bare for s in said)
     cross = not same_language(prose, shown[:MAX_SHOWN])
     material.translations = translated(prose, material.passages)
+    material.report_language = language_of(prose[:20_000])
     trusted: list[tuple[float, bool]] = []  # the report's figures stated or derived so far, the latest first
     out = []
     for sentence in said:
@@ -315,6 +326,8 @@ def _computed(
     held = [(f, [p for p in matched if p.holds(f, hedge)]) for f in figs if f not in lacking]
     near = sorted((abs(n - me), g) for g, n in found if n != me and abs(n - me) <= NEARBY)
     pool = [(g.values[0], g.percent) for _, g in near]
+    known = [g for _, g in near]
+    table = _held_cells(sentence.context, material, known, hedge) if sentence.row else ""
     return derive(
         bare=sentence.bare,
         context=sentence.context,
@@ -326,7 +339,24 @@ def _computed(
         trusted=pool,
         hedge=hedge,
         strict=True,
+        table=table,
     )
+
+
+def _held_cells(context: str, material: Material, known: list[Figure], hedge: bool) -> str:
+    """A row's table above it with each cell kept whose figures the
+    material or the report's supported statements give (the others
+    emptied): what its columns' totals and averages may come from."""
+    out = []
+    for line in context.split("\n"):
+        cells = line.strip().strip("|").split("|")
+        kept = [cell if all(_given(f, material, known, hedge) for f in figures(cell, None)) else " " for cell in cells]
+        out.append("| " + " | ".join(kept) + " |")
+    return "\n".join(out)
+
+
+def _given(figure: Figure, material: Material, known: list[Figure], hedge: bool) -> bool:
+    return material.anywhere(figure, hedge) or any(figure.matches(v, hedge) for g in known for v in g.values)
 
 
 def _again(figure: Figure, found: list[tuple[Figure, int]], me: int, hedge: bool) -> int | None:

@@ -237,3 +237,25 @@ def test_a_tables_computed_column_comes_from_the_figures_stated_around_it():
     )
     puffins = "[Survey](http://x/s): The survey found 1,240 puffin pairs in 2023; burrow occupancy was 71 %."
     assert support_of(chance, puffins)[1][-1].support == "unsupported"  # 1,240 − 71 % is no arithmetic
+
+
+def test_a_tables_rows_may_compute_from_its_total_and_average_rows():
+    """A strong model's Spanish table: each season against the mean that
+    the table's last rows compute from its first column (a chain that
+    resolves over the report's passes); an index column ("2019 = 100")."""
+    shown = (
+        "[Memoria](http://x/m): Campaña 2020/2021: 16.880 t; 2021/2022: 12.430 t; 2022/2023: 7.960 t; "
+        "2023/2024: 9.615 t."
+    )
+    report = (
+        "| Campaña | Aceituna (t) | Diferencia con la media |\n|---|---|---|\n"
+        "| 2020/2021 | 16.880 | +5.158,75 |\n| 2021/2022 | 12.430 | +708,75 |\n"
+        "| 2022/2023 | 7.960 | −3.761,25 |\n| 2023/2024 | 9.615 | −2.106,25 |\n"
+        "| **Total** | **46.885** | |\n| **Media** | **11.721,25** | |\n"
+    )
+    assert [s.support for s in support_of(report, shown)[1]] == ["derived"] * 4 + ["derived", "derived"]
+    index = "[Fact Book](http://x/f): Headcount: 18,420 in 2019 and 18,960 in 2020."
+    rows = (
+        "| Year | Headcount | Index (2019 = 100) |\n|---|---|---|\n| 2019 | 18,420 | 100 |\n| 2020 | 18,960 | 102.9 |\n"
+    )
+    assert [s.support for s in support_of(rows, index)[1]][-1] == "derived"
