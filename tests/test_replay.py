@@ -82,6 +82,7 @@ def test_there_are_histories_to_replay():
             "report_mostly_invented",  # a first report mostly unsupported, one statement invented: asked again, then the findings
             "report_stated_by_page_read",  # a statement no passage shown held, stated by a page the run read
             "report_only_absent",  # a first report only saying what the findings lack: asked again, the faithful second ships
+            "report_many_invented_marked",  # five invented of 25 beside 20 copied: asked again, then kept with them marked
         }
         <= {p.stem for p in HISTORIES}
     )

@@ -272,3 +272,34 @@ async def test_a_statement_a_page_the_run_read_states_is_stated_though_no_passag
     assert len(llm.calls("reporter")) == 1 and not result.warnings
     lamp = next(s for s in result.statements if "Brekke" in s.text)
     assert lamp.support == "stated" and lamp.url == pages.url("/lighthouse") and "Brekke" in lamp.passage
+
+
+YEARS = range(1901, 1921)
+LOG = [f"FACT: in {y} the Lantern Rock keeper logged {4100 + 7 * (y - 1900)} ships" for y in YEARS]
+COPIED = [f"In {y} the Lantern Rock keeper logged {4100 + 7 * (y - 1900):,} ships." for y in YEARS]
+INVENTIONS = [
+    "The Mlacron Shipyard built 42 of those ships in Kelderby.",
+    "Tempwell Industries insured 318 of them against storms.",
+    "The harbourmaster Orvald Creskin counted 57 wrecks in 1931.",
+    "The Brackmoor Lifeboat Society saved 212 sailors in 1932.",
+    "Saltcombe's Vennick Foundry cast 19 new lamps in 1933.",
+]
+
+
+async def test_a_long_copied_report_with_many_invented_statements_is_asked_again_then_marked(
+    temporal_client, task_queue, worker, llm, script, pages
+):
+    """SmolLM2 on chengbo-zh: 8 invented statements of 36, beside 27 copied,
+    under the quarter that asks again: it shipped unmarked. Five invented
+    of 25 now ask again; the same twice is kept with them marked."""
+    pages.add("/lighthouse", article("Lantern Rock history", [line + "." for line in LOG]))
+    report = "# Lantern Rock, 1901-1920\n\n" + "\n".join(f"- {s}" for s in COPIED + INVENTIONS) + "\n"
+    script.reporter = lambda request: report
+    handle = await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)
+    result = await handle.result()
+    await keep_history(handle, "report_many_invented_marked")
+    asked = llm.calls("reporter")
+    assert len(asked) == 2 and "Mlacron" in last_user(asked[1])
+    assert "Mlacron Shipyard built 42 of those ships in Kelderby. *(not found in the sources)*" in result.final_report
+    assert "logged 4,107 ships.\n" in result.final_report  # a copied statement is not marked
+    assert result.warnings and "marked in the report" in result.warnings[0]

@@ -500,3 +500,13 @@ def test_a_report_only_saying_what_is_not_given_over_findings_with_facts_is_caug
     assert not only_absent(judged(honest), FINDINGS, QUESTION_ASKED)
     assert not only_absent(judged(lack), ["- Ships were logged."], QUESTION_ASKED)
     assert not only_absent(judged(lack).model_copy(update={"judged": False}), FINDINGS, QUESTION_ASKED)
+
+
+def test_many_invented_statements_in_a_long_report_are_too_much_and_fewer_are_not():
+    """Both ways: five invented of 30 (17 %) ask again; four of 30, or five
+    of 40 (12.5 %), do not: the 72 faithful held-out reports hold at most
+    4 false ones. Recorded runs (``many`` off) judge by the share alone."""
+    assert invented_too_much(SupportCounts(stated=25, invented=5, unsupported=5), many=True)
+    assert not invented_too_much(SupportCounts(stated=25, invented=5, unsupported=5))
+    assert not invented_too_much(SupportCounts(stated=26, invented=4, unsupported=4), many=True)
+    assert not invented_too_much(SupportCounts(stated=35, invented=5, unsupported=5), many=True)

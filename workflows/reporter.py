@@ -74,7 +74,7 @@ async def write_report(box: Box, partial: str = "") -> str:
     report = reply.content
     if traced:
         state.statements = reply.statements
-        if statements.invented_too_much(reply.support):  # kept, but not silently
+        if statements.invented_too_much(reply.support, workflow.patched(statements.MANY_PATCH)):  # kept, not silently
             report = statements.marked(report, reply.statements)
     if state.recheck:  # re-checked: the workflow writes what changed, from its own comparison
         report = with_changes(without_changes(report), changes_section(state.recheck))

@@ -8,7 +8,7 @@ carrying a figure or a name the material lacks. Derived figures, paraphrase,
 never a reason. So:
 
 - a report with fewer than ``INVENTED_LIMIT`` of its judged statements
-  invented ships as written, unless more than half of them are unsupported
+  invented (and fewer than ``MANY_INVENTED``) ships as written, unless more than half of them are unsupported
   with one invented (``mostly_invention``: it would fail if asked again);
 - one with more is asked for once more, told which statements its material
   does not hold; the better of the two ships, its unsupported statements
@@ -56,6 +56,9 @@ MOSTLY_PATCH = "re-ask-mostly-unsupported-reports"  # recorded runs shipped a fi
 PATCH = "trace-statements"  # recorded runs judged reports by the share of statements held (re-ask-unsupported-reports)
 INVENTED_LIMIT = 0.25  # a report with at least this share of its statements invented is asked for again
 MIN_INVENTED = 2  # and at least this many
+MANY_PATCH = "re-ask-reports-with-many-invented-statements"  # recorded runs judged by the share alone
+MANY_INVENTED = 5  # or at least this many invented statements
+MANY_LIMIT = 0.15  # that are at least this share of them (a long copied report with invention beside it)
 LISTED = 8  # unsupported statements named in a re-ask or a note
 MARK = " *(not found in the sources)*"
 NOTE_HEADING = "## How the statements are supported"
@@ -119,15 +122,20 @@ def states_nothing(reply: ModelReply, findings: list[str], question: str) -> boo
     return max(len(findings_items(findings, question)), reply.shown_items or 0) >= MIN_ITEMS
 
 
-def invented_too_much(counts: SupportCounts | None) -> bool:
+def invented_too_much(counts: SupportCounts | None, many: bool = False) -> bool:
     """Whether a report's invented statements are a real share of it: at
     least ``INVENTED_LIMIT`` of them and two, or half of a short one's; or
     nothing it claims is found in its sources (a report of none of the
-    research, whatever it names)."""
+    research, whatever it names); with ``many``, also ``MANY_INVENTED`` of
+    them or more that are ``MANY_LIMIT`` of the report (SmolLM2 on
+    chengbo-zh at ``7b9124d``: 8 of 36 statements invented, "Mlacron
+    Industries", "Tempwell Shipyard", beside 27 copied; none of the 72
+    faithful held-out reports has more than 4)."""
     if counts is None or not counts.judged:
         return False
     share = counts.invented / counts.judged
     invented = (counts.invented >= MIN_INVENTED and share >= INVENTED_LIMIT) or (counts.invented and share >= 0.5)
+    invented = invented or (many and counts.invented >= MANY_INVENTED and share >= MANY_LIMIT)
     return bool(invented) or counts.stated + counts.derived == 0
 
 
@@ -210,8 +218,9 @@ async def traced_report(box: Box, request: ModelRequest, reply: ModelReply, find
         box.emit("notice", "the report only says what the findings do not give: asking the reporter again")
         again = await ask_again(box, request, ONLY_ABSENT, "reporter · asked again (only what is not given)")
         reply = first if is_echo(again) or not again.content.strip() else again  # the same again: it ships
+    many = workflow.patched(MANY_PATCH)
     if reply is first:
-        if not invented_too_much(first.support) and not (
+        if not invented_too_much(first.support, many) and not (
             mostly_invention(first.support) and workflow.patched(MOSTLY_PATCH)
         ):
             return first
@@ -229,7 +238,7 @@ async def traced_report(box: Box, request: ModelRequest, reply: ModelReply, find
         reply = first if second is None or _invented(second) > _invented(first) else second
     if mostly_unsupported(reply.support):  # asked again (above, or for the findings): still fiction
         raise ReporterUnsupported()
-    if invented_too_much(reply.support):
+    if invented_too_much(reply.support, many):
         box.warn("the reporter twice wrote statements its sources do not hold: they are marked in the report")
     return reply
 
