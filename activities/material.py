@@ -126,6 +126,15 @@ class Passage:
 
     def __post_init__(self) -> None:
         self.values = sorted(v for f in self.figures + self.spelled for v in f.values)
+        # what a percentage may be: its percentages, and the figures of a table whose header or row speaks of
+        # per cent ("| Share (%) |"); in prose, only a figure written as one ("13 November" is no 13 %)
+        rows = [line for line in self.text.split("\n") if line.lstrip().startswith("|")]
+        header = bool(rows) and _PER_CENT.search(rows[0]) is not None
+        cells = [line for line in rows if header or _PER_CENT.search(line)]
+        self.percents = sorted(
+            {v for f in self.figures if f.percent for v in f.values}
+            | {v for line in cells for f in figures(plain(line), self.writing) for v in f.values}
+        )
 
     def lines(self) -> list[tuple[set[str], list[Figure]]]:
         """(terms, figures) of each line, read once."""
@@ -170,12 +179,15 @@ class Passage:
 
     def holds(self, figure: Figure, hedge: bool) -> bool:
         """Whether one of its figures (or numbers spelled out) rounds to
-        ``figure``, or is it at another scale (``spans``)."""
-        return _among(figure, self.values, hedge)
+        ``figure``, or is it at another scale (``spans``); a percentage only
+        one of its percentages ("13 %" is no "13 November")."""
+        return _among(figure, self.percents if figure.percent else self.values, hedge)
 
     def writes(self, figure: Figure, hedge: bool) -> bool:
         """Whether it holds ``figure`` as written (not only at another scale:
         "2,675,000 kg" from "2,675 tonnes" is computed, not stated)."""
+        if figure.percent:
+            return any(figure.matches(v, hedge) for v in self.percents)
         return any(figure.matches(v, hedge) for g in self.figures + self.spelled for v in g.values)
 
     def spelled_only(self, figure: Figure, hedge: bool) -> bool:
@@ -184,6 +196,7 @@ class Passage:
         return not any(figure.matches(v, hedge) for g in self.figures for v in g.values)
 
 
+_PER_CENT = re.compile(r"%|％|per ?cent|percent|prozent|por ciento|pour cent|per cento|por cento|百分", re.IGNORECASE)
 SCALED_DIGITS = 4  # a figure of this many significant digits is the same figure at another scale
 _SCALES = (1e3, 1e6, 1e9, 1e-3, 1e-6, 1e-9)
 
@@ -337,10 +350,11 @@ class Material:
         names can (German pages under an English report and its findings)."""
         return self.translations and passage.language not in (self.report_language, None)
 
-    def known(self, name: str) -> bool:
+    def known(self, name: str, person: bool = False) -> bool:
         """Whether the material uses ``name``, or, over material the report
         translates (``translations``), it is a common word of a language
         (``activities/common_words.py``). In the material's own language,
         a name of common words it never uses ("the King Road", "the Royal
-        Society for Seabirds") is a name to find in it."""
-        return named_in(name, self.words) or (self.translations and common(name))
+        Society for Seabirds") is a name to find in it, and so is a
+        ``person``'s anywhere ("Dr. Pierre Martin")."""
+        return named_in(name, self.words) or (self.translations and not person and common(name))

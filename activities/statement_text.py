@@ -23,10 +23,10 @@ _SENTENCE_END = re.compile(r"[.!?;][*_\"”’)\]]{0,3}(?=\s)|[。！？；]")
 _MARKS = re.compile(r"^(?:>[ \t]?){0,5}(?:[-*+][ \t]+|\d{1,3}[.)][ \t]+)?")  # quote and list marks
 _ORDINAL_END = re.compile(r"(?<![\d.,])\d{1,2}\.$")  # "am 6. Mai": no sentence ends there
 _REFERENCE_END = re.compile(r"&#?[A-Za-z0-9]{1,8};[*_\"”’)\]]{0,3}$")  # "Ferries&#39; route": no sentence ends there
-# "2.5 vs. 1.9", "c. 19 %", "Op. profit", "18,4 Mio. £", "3 Dec. 2018": no sentence ends there
+# "2.5 vs. 1.9", "c. 19 %", "Op. profit", "18,4 Mio. £", "3 Dec. 2018", "Dr. Pierre Martin": no sentence ends there
 _ABBREVIATION_END = re.compile(
     r"(?i)(?<![^\W\d_])(?:vs|e\.g|i\.e|cf|approx|ca|c|incl|resp|esp|op|est|avg|fig|env|mio|mrd|mill|md|bzw|ggf|vgl"
-    r"|jan|feb|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.$"
+    r"|jan|feb|apr|jun|jul|aug|sep|sept|oct|nov|dec|dr|prof|mr|mrs|ms|nr|mme|sr|sra|dott|ing)\.$"
 )
 NAME = re.compile(r"[^\W\d_][\w'’-]*")
 LINKED = re.compile(r"\[[^\[\]\n]{0,400}\]\(((?:https?|file)://[^()\s]{1,2000})\)")
@@ -175,6 +175,20 @@ def names(text: str) -> list[str]:
         if word and word not in NOT_NAMES:
             out.append(word)
     return out
+
+
+# A person's title, then their name: up to three capitalised words.
+_TITLED = re.compile(
+    r"\b(?:Dr|Prof|Professor|Mr|Mrs|Ms|Sir|Dame|Herr|Frau|Mme|Mlle|Sr|Sra|Dott|Dra|Ing)\.?\s+"
+    r"((?:[A-ZÀ-Ý][^\W\d_]{1,30}[ -]?){1,3})"
+)
+
+
+def person_names(text: str) -> list[str]:
+    """The words of the names that follow a person's title ("Dr. Pierre
+    Martin": pierre, martin), lower-cased: a person's name is never a
+    translation, whatever words it is made of."""
+    return [w.lower() for match in _TITLED.finditer(text) for w in re.split(r"[ -]", match.group(1)) if w]
 
 
 # An abbreviation in capitals with a plural "s" ("KPIs", "APIs"), or a month with its year ("Feb-24", "Mar-2022").

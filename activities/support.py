@@ -40,7 +40,7 @@ from activities.material import (
     translated,
     words_of,
 )
-from activities.statement_text import Sentence, lacks, statements_of
+from activities.statement_text import Sentence, lacks, person_names, statements_of
 from workflows.support_models import Basis, Statement, SupportCounts
 
 STATED_WORDS = 0.4  # words of a statement with figures a passage must share
@@ -80,7 +80,8 @@ def classify(
     # in another language, a word the material lacks is a translation, not a name
     # in another language, a word the material lacks is a translation, not a name ("Mouette", "Linlan"); over
     # material it translates in part, a common word is known (``Material.known``)
-    unknown = [] if cross else [n for n in sentence.names if not material.known(n)]
+    people = set(person_names(sentence.bare))
+    unknown = [] if cross else [n for n in sentence.names if not material.known(n, n in people)]
     matched = material.matching(sentence)
     overlap = _overlaps(sentence, matched, cross, material)
     factors = constants(sentence.bare)  # "365 days a year" needs no source

@@ -259,3 +259,24 @@ def test_a_tables_rows_may_compute_from_its_total_and_average_rows():
         "| Year | Headcount | Index (2019 = 100) |\n|---|---|---|\n| 2019 | 18,420 | 100 |\n| 2020 | 18,960 | 102.9 |\n"
     )
     assert [s.support for s in support_of(rows, index)[1]][-1] == "derived"
+
+
+def test_a_percentage_is_held_only_by_a_percentage():
+    shown = "[Minutes](http://x/m): The board met on 13 November 2017 and scored the bids 60 per cent on quality."
+    assert kinds("About 13 per cent of vehicles are heavy goods vehicles.", shown)[0][0] == "unsupported"
+    assert kinds("The bids were scored 60 % on quality, the board said in November 2017.", shown) == [("stated", False)]
+
+
+def test_a_persons_name_is_never_taken_for_a_translation():
+    """Over French pages, "Emergency Observatory" may translate
+    "Observatoire des urgences"; "Dr. Pierre Martin" names a person the
+    pages never name, made of common words though it is."""
+    shown = (
+        "- The adult emergency department's median wait was 158 minutes in 2024. [Rapport](http://x/r)\n\n"
+        "[Rapport d'activité](http://x/r): Le délai médian de prise en charge aux urgences adultes était de 2 h 38 "
+        "en 2024, contre 3 h 12 en 2022, selon le rapport de l'hôpital et de l'observatoire des urgences."
+    )
+    assert kinds("The improvement was led by Dr. Pierre Martin, head of the department since 2019.", shown)[0] == (
+        "unsupported",
+        True,
+    )
