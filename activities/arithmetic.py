@@ -208,7 +208,8 @@ class Derivations:
         growth rate of £21.7m: chance); ``strict``: the pool is wide (the
         report's figures around a statement): a percentage and a count are
         never combined."""
-        pool = list(dict.fromkeys((float(v), bool(pc)) for v, pc in pool if math.isfinite(v)))[:MAX_POOL]
+        cap = MAX_POOL + (MAX_POOL // 2 if strict else 0)  # a wide pool: the report's figures around it
+        pool = list(dict.fromkeys((float(v), bool(pc)) for v, pc in pool if math.isfinite(v)))[:cap]
         found_years = [a for a, _ in pool if is_year(a)]
         spans = sorted({abs(int(a - b)) for a in found_years for b in found_years if 0 < abs(a - b) <= 40})
         periods = spans[:MAX_YEARS]  # a compound rate over the span of the years it speaks of

@@ -239,7 +239,9 @@ def statements_of(report: str, question: str, writing: str | None = None) -> lis
         if len(reading.terms(bare)) < 3 and not found_figures:
             continue
         sentence = Sentence(text, bare, found_figures, [], row, plain(context[-MAX_CONTEXT:]), writing)
-        sentence.names = [n for n in names(bare) if not named_in(n, given_names)] if by_name else []
+        # in a language that capitalises its nouns, only a person's name after a title ("Dr. Klaus Weber")
+        found_names = names(bare) if by_name else person_names(bare)
+        sentence.names = [n for n in found_names if not named_in(n, given_names)]
         beyond = [f for f in found_figures if not any(f.matches(v) for v in given_figures)]
         if beyond or sentence.names or lacks(bare):
             found.setdefault(" ".join(bare.split()), sentence)

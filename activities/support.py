@@ -308,6 +308,7 @@ def _restating(
 
 
 NEARBY = 6  # statements either side whose supported figures a statement may compute from
+WIDE_DIGITS = 5  # a figure of so many significant digits may come from the whole report's
 
 
 def _computed(
@@ -325,9 +326,16 @@ def _computed(
         return None
     matched = material.matching(sentence)
     held = [(f, [p for p in matched if p.holds(f, hedge)]) for f in figs if f not in lacking]
-    near = sorted((abs(n - me), g) for g, n in found if n != me and abs(n - me) <= NEARBY)
-    pool = [(g.values[0], g.percent) for _, g in near]
-    known = [g for _, g in near]
+    # the statements around it; for figures of five significant digits or more (chance is rare), the whole
+    # report's figures of three digits or more, the nearest first ("≈ £2,327.35" from a budget stated above)
+    wide = all(f.digits >= WIDE_DIGITS for f in lacking)
+    near = sorted(
+        (abs(n - me), i, g)
+        for i, (g, n) in enumerate(found)
+        if n != me and (abs(n - me) <= NEARBY or (wide and g.digits >= 3))
+    )
+    pool = [(g.values[0], g.percent) for _, _, g in near]
+    known = [g for _, _, g in near]
     table = _held_cells(sentence.context, material, known, hedge) if sentence.row else ""
     return derive(
         bare=sentence.bare,

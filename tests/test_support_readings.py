@@ -280,3 +280,27 @@ def test_a_persons_name_is_never_taken_for_a_translation():
         "unsupported",
         True,
     )
+
+
+def test_in_german_a_persons_name_after_a_title_is_still_checked():
+    shown = "[Geschäftsbericht](http://x/g): Die Wasserversorgung Hohenfarn verlor 2023 insgesamt 1.960.500 m³ Wasser."
+    report = "Geschäftsführer Dr. Klaus Weber sagte, die Wasserversorgung Hohenfarn verlor 2023 1.960.500 m³ Wasser."
+    assert kinds(report, shown)[0] == ("unsupported", True)
+    assert kinds("Die Wasserversorgung Hohenfarn verlor 2023 insgesamt 1.960.500 m³ Wasser.", shown)[0][0] == "stated"
+
+
+def test_a_figure_of_many_digits_may_come_from_a_figure_stated_far_above():
+    """A what-if table far below the budget it divides: "≈ £2,327.35" is
+    £486.3m / 208,950 (six significant digits: chance is rare)."""
+    shown = (
+        "[Budget](http://x/b): The council adopted a gross revenue expenditure budget of £486.3m.\n\n"
+        "[Population](http://x/p): Mid-2022 estimate 208,950; mid-2023 estimate 211,840."
+    )
+    filler = "\n".join(
+        f"- Item {n}: the council met on {n + 1} May 2024 about {100 + n} road repairs." for n in range(10)
+    )
+    report = (
+        "The council adopted a gross budget of £486.3m.\n\n" + filler + "\n\n"
+        "| Denominator | Population | Per resident |\n|---|---|---|\n| Mid-2022 estimate | 208,950 | ≈ £2,327.35 |\n"
+    )
+    assert support_of(report, shown)[1][-1].support == "derived"
