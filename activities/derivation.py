@@ -60,29 +60,17 @@ def derive(
     ``trusted`` is a wide pool (the report's figures around it), so a
     figure of fewer than ``STRICT_DIGITS`` significant digits starts from
     the statement's own figures or one it derives first. ``table``: the
-    header and supported rows of the table it is a row of, whose columns
-    it may total or average ("| Total | 46.885 |")."""
-    own: list[tuple[float, bool]] = []
-    origin: dict[float, object] = {}
+    table it is a row of, with the cells the material or the report's
+    supported statements give, whose columns it may total or average ("|
+    Total | 46.885 |")."""
     near = [g for g in figures(context, writing) if not g.small][:MAX_POOL]  # what it speaks of
     mine = figures(bare, writing)
     counts = [g for g in mine if g.small]  # its own small figures ("±2 mm"), when stated
-    listed: list[float] = []  # its own figures the material states, in order: "(16.880 + 12.430 + 7.960) / 3"
-    for n, (f, holders) in enumerate([*held, *((g, matched) for g in near + counts)]):
-        found = _matched_value(f, holders, hedge)
-        if found is not None:  # as the material writes it; a percentage when either says so
-            own.append((found[0], found[1] or f.percent))
-            origin.setdefault(found[0], found[2])
-            if n < len(held) and not is_year(found[0]):
-                listed.append(found[0])
+    own, origin, listed = _own(held, [(g, matched) for g in near + counts], hedge)
     given = [(g.values[0], g.percent) for g in question] + [(k, False) for k in word_factors(f"{bare} {context}")]
     # what the report stated or derived before it (it may compute from its own earlier figures)
     pool = own + given + list(trusted) + _passage_pool(matched, set(reading.terms(f"{bare} {context}")), origin)
-    runs = [p.runs() for p in matched[:3]]
-    if len(listed) >= 3:
-        runs.append(run_candidates([listed]))
-    if table:  # a row: the sums and averages of its table's columns (their supported rows)
-        runs.append(sequences(table, figures(table, writing), writing))
+    runs = _runs(matched, listed, table, writing)
     years = _years([*near, *mine, *question], matched)
     percent = any(f.percent for f in lacking)
     basis: list[Basis] = []
@@ -125,6 +113,38 @@ def derive(
         if not todo:
             return basis, "; ".join(steps)
     return None
+
+
+def _own(
+    held: list[tuple[Figure, list]], spoken: list[tuple[Figure, list]], hedge: bool
+) -> tuple[list[tuple[float, bool]], dict[float, object], list[float]]:
+    """(value, percentage) of the statement's figures the material holds
+    (``held``) and of those it speaks of (``spoken``: its sentence before,
+    its own counts), as the material writes them; the passage of each; and
+    its own held figures in order (what "(16.880 + 12.430 + 7.960) / 3"
+    lists)."""
+    own: list[tuple[float, bool]] = []
+    origin: dict[float, object] = {}
+    listed: list[float] = []
+    for n, (f, holders) in enumerate([*held, *spoken]):
+        found = _matched_value(f, holders, hedge)
+        if found is not None:  # as the material writes it; a percentage when either says so
+            own.append((found[0], found[1] or f.percent))
+            origin.setdefault(found[0], found[2])
+            if n < len(held) and not is_year(found[0]):
+                listed.append(found[0])
+    return own, origin, listed
+
+
+def _runs(matched: list, listed: list[float], table: str, writing: str | None) -> list:
+    """The sums and averages a statement may give: of its best passages'
+    runs of figures, of the figures it lists, of its table's columns."""
+    runs = [p.runs() for p in matched[:3]]
+    if len(listed) >= 3:
+        runs.append(run_candidates([listed]))
+    if table:
+        runs.append(sequences(table, figures(table, writing), writing))
+    return runs
 
 
 def _years(found: list[Figure], matched: list) -> set[float]:
