@@ -248,6 +248,11 @@ SCANNED = [
     "activities.local_docs.splitter",
     "activities.local_docs.index",
     "client.export",
+    "activities.figures",
+    "activities.statement_text",
+    "activities.material",
+    "activities.expressions",
+    "activities.number_words",
 ]
 
 
@@ -333,6 +338,17 @@ SUPPORT_PUMPS = (
         "| 1 | 2.5 | 3,000 |\\n",
         "9" * 40 + " ",
         "about 1,960 t, 36.5 %; ",
+    ),
+    (  # shown arithmetic, spelled numbers, titles, spaced thousands (activities/expressions.py, number_words.py)
+        "(1 × 2 + ",
+        "1.5^(1/",
+        "= 2 ≈ ",
+        "Dr. Ab ",
+        "forty-eight hundred and ",
+        "一百二十",
+        "1 234 ",
+        "Table 2.1 ",
+        "2021-03-",
     ),
 )
 
