@@ -5,7 +5,8 @@ A statement is a sentence (or a table row) of the report that carries a
 figure or a name beyond the question's own, or that says the material lacks
 something. What the writer was shown (the request as sent but its system
 prompt: findings, evidence passages after links to their pages, the
-background search) is cut into passages, each with the page it comes from.
+background search) and the pages the run read are cut into passages, each
+with the page it comes from (``activities/material.py``).
 
 - *stated*: the passages that match it best hold each of its figures (as
   written or rounded the way it is written) and its names, and share enough
@@ -15,6 +16,10 @@ background search) is cut into passages, each with the page it comes from.
   from figures they state (``activities/arithmetic.py``: differences, sums,
   ratios, shares and changes in per cent, compound rates, averages, unit
   conversions), within the rounding the statement uses;
+- then, over the whole report (``restated``): the arithmetic it shows,
+  checked as written (``activities/expressions.py``), a figure it derives
+  elsewhere restated, a table's computed column from the figures stated
+  around it;
 - *absent*: it says the material does not give something;
 - *unsupported*: none of these; *invented* when it carries a figure found
   nowhere in the material and not derived, or a name the material never
