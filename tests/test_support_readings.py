@@ -304,3 +304,18 @@ def test_a_figure_of_many_digits_may_come_from_a_figure_stated_far_above():
         "| Denominator | Population | Per resident |\n|---|---|---|\n| Mid-2022 estimate | 208,950 | ≈ £2,327.35 |\n"
     )
     assert support_of(report, shown)[1][-1].support == "derived"
+
+
+def test_a_texts_language_is_told_by_its_function_words():
+    from activities.material import language_of, passages_of, translated
+
+    assert language_of("The plant's emissions fell by a seventh between 2020 and 2023.") == "en"
+    assert (
+        language_of("Die Emissionen des Werks sind von 2020 bis 2023 gesunken, und die Werte wurden geprüft.") == "de"
+    )
+    assert language_of("La producción media de la cooperativa fue de 11.721 t en las cuatro campañas.") == "es"
+    assert language_of("公司现有员工一百二十余人，在临澜设有服务中心。") == "cjk"
+    assert language_of("| 2020 | 1.284,6 |") is None
+    german = passages_of(GERMAN)
+    assert translated("The plant's emissions fell in 2023, the statement of the plant says.", german)
+    assert not translated("Die Emissionen des Werks sind gesunken, sagt die Erklärung.", german)
