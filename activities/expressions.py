@@ -204,6 +204,8 @@ def shown_arithmetic(text: str, writing: str | None, known: Callable[[Figure], b
             compound_left, compound_right = len(lused) > 1, len(rused) > 1
             if not (compound_left or compound_right):
                 continue  # "= 89.7 %" after "≈ 89.68 %": a rounding, checked below
+            if any(len(used) == 1 and used[0].year for used in (lused, rused)):
+                continue  # "2022 ≈ 1,300,000 ÷ 1.05": a year labels what follows
             if compound_left and len(rused) == 1 and not _equal(lv, rused[0], relation == "~"):
                 return None
             if compound_right and len(lused) == 1 and not _equal(rv, lused[0], relation == "~"):

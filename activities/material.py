@@ -302,6 +302,7 @@ class Material:
         # speaks of the statement: a figure found nowhere else, "£30m", is still invented)
         self.values = sorted(v for p in self.passages for f in p.figures for v in f.values)
         self.where = sorted((v, i) for i, p in enumerate(self.passages) for v in p.values)  # which passage holds what
+        self.percents = sorted({v for p in self.passages for f in p.figures if f.percent for v in f.values})
         self.question_figures = figures(plain(question), None)
         self.translations = False  # set for the report judged (``translated``)
         self.report_language: str | None = None

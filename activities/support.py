@@ -282,12 +282,23 @@ def _shown(
             n != me and any(f.matches(v, hedge) for v in g.values) for g, n in found
         )
 
-    arithmetic = shown_arithmetic(sentence.text, sentence.writing, known)
+    def growth(f: Figure) -> bool:
+        """A growth factor of a known percentage: 1.05 for "about 5 %", 0.95 for a fall of 5 %."""
+        r = f.readings[0]
+        if f.percent or not 0.5 < r.value < 2 or r.value == 1:
+            return False
+        change = abs(r.value - 1) * 100
+        tolerance = r.precision * 100 * 0.55 + 1e-9
+        pool = [v for g, n in found if n != me and g.percent for v in g.values] + material.percents
+        return any(abs(v - change) <= tolerance for v in pool)
+
+    arithmetic = shown_arithmetic(sentence.text, sentence.writing, lambda f: known(f) or growth(f))
     if arithmetic is None:
         return None
     computed = [x for v in arithmetic.values for x in (v, v * 100, v / 100)]
     for f in sentence.figures:
-        if not (f.year or material.given(f, hedge) or known(f) or any(f.matches(v, True) for v in computed)):
+        accounted = known(f) or growth(f) or any(f.matches(v, True) for v in computed)
+        if not (f.year or material.given(f, hedge) or accounted):
             return None
     return [], "; ".join(arithmetic.how)
 

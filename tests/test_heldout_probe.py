@@ -36,10 +36,7 @@ SETS = {"suite-1": ("A", "B", "C", "D"), "suite-2": ("E", "F")}
 SMALL_MODEL = ("fiction", "tiny-model")  # the invented kinds a small model writes: never shipped
 # Faithful reports still asked for again (then kept, their statements marked), and why: a change that ships
 # one of them fails this test until it is taken off the list.
-NOT_YET = {
-    "E/bellaforte-average-print--shorthand.md": "an estimate from a growth rate ('≈ 1.3m / 1.05'): 1.05 is on no page",
-    "E/orvenia-airline-comparison--full.md": "passenger counts of a page the run did not read",
-}
+NOT_YET = {"E/orvenia-airline-comparison--full.md": "passenger counts of a page the run did not read"}
 
 
 def entries() -> list[tuple[str, str, dict]]:

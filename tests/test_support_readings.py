@@ -319,3 +319,11 @@ def test_a_texts_language_is_told_by_its_function_words():
     german = passages_of(GERMAN)
     assert translated("The plant's emissions fell in 2023, the statement of the plant says.", german)
     assert not translated("Die Emissionen des Werks sind gesunken, sagt die Erklärung.", german)
+
+
+def test_a_growth_factor_of_a_stated_percentage_is_known():
+    """ "About 5 % above 2022" makes 2022 = 1.3 million / 1.05: the factor is
+    the percentage's, not a figure found nowhere."""
+    shown = "[Press release](http://x/p): Sales passed 1.3 million copies in 2023, about 5 % more than in 2022."
+    assert kinds("2022 ≈ 1,300,000 ÷ 1.05 ≈ 1,238,100 copies.", shown) == [("derived", False)]
+    assert kinds("2022 ≈ 1,300,000 ÷ 1.07 ≈ 1,214,953 copies.", shown)[0][0] == "unsupported"  # 7 % is on no page
