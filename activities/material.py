@@ -302,7 +302,7 @@ class Material:
         # speaks of the statement: a figure found nowhere else, "£30m", is still invented)
         self.values = sorted(v for p in self.passages for f in p.figures for v in f.values)
         self.where = sorted((v, i) for i, p in enumerate(self.passages) for v in p.values)  # which passage holds what
-        self.percents = sorted({v for p in self.passages for f in p.figures if f.percent for v in f.values})
+        self.percents = sorted({v for p in self.passages for v in p.percents})  # what a percentage may be
         self.question_figures = figures(plain(question), None)
         self.translations = False  # set for the report judged (``translated``)
         self.report_language: str | None = None
@@ -312,8 +312,10 @@ class Material:
         return any(figure.matches(v, hedge) for g in self.question_figures for v in g.values)
 
     def anywhere(self, figure: Figure, hedge: bool) -> bool:
-        """Whether any passage holds ``figure`` (or the question gives it)."""
-        return self.given(figure, hedge) or _among(figure, self.values, hedge)
+        """Whether any passage holds ``figure`` (a percentage as a
+        percentage: "40 %" is found nowhere beside "40 years"), or the
+        question gives it."""
+        return self.given(figure, hedge) or _among(figure, self.percents if figure.percent else self.values, hedge)
 
     def matching(self, sentence: Sentence) -> list[Passage]:
         """The passages that match the statement best, then those that match

@@ -283,6 +283,8 @@ INVENTIONS = [
     "The harbourmaster Orvald Creskin counted 57 wrecks in 1931.",
     "The Brackmoor Lifeboat Society saved 212 sailors in 1932.",
     "Saltcombe's Vennick Foundry cast 19 new lamps in 1933.",
+    "The pilot Harl Dunnock guided 88 of them into Kelder Sound.",
+    "The Orvik Trust paid 41 keepers' pensions from 1934.",
 ]
 
 
@@ -290,8 +292,8 @@ async def test_a_long_copied_report_with_many_invented_statements_is_asked_again
     temporal_client, task_queue, worker, llm, script, pages
 ):
     """SmolLM2 on chengbo-zh: 8 invented statements of 36, beside 27 copied,
-    under the quarter that asks again: it shipped unmarked. Five invented
-    of 25 now ask again; the same twice is kept with them marked."""
+    under the quarter that asks again: it shipped unmarked. Seven invented
+    of 27 now ask again; the same twice is kept with them marked."""
     pages.add("/lighthouse", article("Lantern Rock history", [line + "." for line in LOG]))
     report = "# Lantern Rock, 1901-1920\n\n" + "\n".join(f"- {s}" for s in COPIED + INVENTIONS) + "\n"
     script.reporter = lambda request: report
@@ -303,3 +305,15 @@ async def test_a_long_copied_report_with_many_invented_statements_is_asked_again
     assert "Mlacron Shipyard built 42 of those ships in Kelderby. *(not found in the sources)*" in result.final_report
     assert "logged 4,107 ships.\n" in result.final_report  # a copied statement is not marked
     assert result.warnings and "marked in the report" in result.warnings[0]
+
+
+async def test_a_report_saying_twice_what_is_not_given_in_none_of_the_researchs_words_is_the_reporters_failure(
+    temporal_client, task_queue, worker, llm, script
+):
+    """SmolLM2 on ferry-average: "the rest of your text needs to be referenced with … what they did not
+    provide", twice: no answer, in none of the findings' figures and names. The findings are the report."""
+    script.researcher = lambda request: BRISK
+    script.reporter = lambda request: "Your report needs the information about what they did not provide.\n"
+    result = await (await start(temporal_client, task_queue, QUESTION, auto_accept_plan=True)).result()
+    assert len(llm.calls("reporter")) == 2
+    assert "the reporter failed" in result.final_report[:800] and "Ada Brisk" in result.final_report

@@ -374,14 +374,15 @@ def test_smollm2s_live_kittiwake_report_is_caught_twice_over():
     """The eval's kittiwake-decline run at 1eb67b0 (tests/fixtures/weak/smollm2-live): fluent fiction ("1% of
     kittiwakes had died since 1987") shipped with a note. Its "by 3%" was stated by the "3." of a list run
     into the survey PDF's text, so one statement invented of three was under the invented share. Now no list
-    number states it, and had one, two statements unsupported of three with one invented is mostly invention."""
+    number states it (nor any figure that is no percentage: two of three are invented now), and had one, two
+    statements unsupported of three with one invented is mostly invention."""
     live = Path(__file__).parent / "fixtures/weak/smollm2-live"
     (message,) = json.loads((live / "kittiwake-decline-reporter.json").read_text(encoding="utf-8"))["messages"]
     question = message["content"].split("\n")[1]
     counts, statements = support_of(
         (live / "kittiwake-decline-report.md").read_text(), f"[user]\n{message['content']}", question
     )
-    assert [s.support for s in statements] == ["unsupported"] * 3 and counts.invented == 1
+    assert [s.support for s in statements] == ["unsupported"] * 3 and counts.invented == 2
     assert invented_too_much(counts) and mostly_invention(counts)
     as_before = SupportCounts(stated=1, unsupported=2, invented=1)  # with the list number read as a figure
     assert not invented_too_much(as_before) and mostly_invention(as_before)
@@ -503,10 +504,11 @@ def test_a_report_only_saying_what_is_not_given_over_findings_with_facts_is_caug
 
 
 def test_many_invented_statements_in_a_long_report_are_too_much_and_fewer_are_not():
-    """Both ways: five invented of 30 (17 %) ask again; four of 30, or five
-    of 40 (12.5 %), do not: the 72 faithful held-out reports hold at most
-    4 false ones. Recorded runs (``many`` off) judge by the share alone."""
-    assert invented_too_much(SupportCounts(stated=25, invented=5, unsupported=5), many=True)
-    assert not invented_too_much(SupportCounts(stated=25, invented=5, unsupported=5))
-    assert not invented_too_much(SupportCounts(stated=26, invented=4, unsupported=4), many=True)
-    assert not invented_too_much(SupportCounts(stated=35, invented=5, unsupported=5), many=True)
+    """Both ways: seven invented of 36 (19 %, SmolLM2's chengbo-zh had 8)
+    ask again; six of 36 (a faithful held-out report's false ones), or
+    seven of 50 (14 %), do not. Recorded runs (``many`` off) judge by the
+    share alone."""
+    assert invented_too_much(SupportCounts(stated=29, invented=7, unsupported=7), many=True)
+    assert not invented_too_much(SupportCounts(stated=29, invented=7, unsupported=7))
+    assert not invented_too_much(SupportCounts(stated=30, invented=6, unsupported=6), many=True)
+    assert not invented_too_much(SupportCounts(stated=43, invented=7, unsupported=7), many=True)

@@ -21,8 +21,10 @@ never a reason. So:
   material lacks: an honest "the sources do not give this" is an answer;
 - a report that only says what the material lacks (no statement stated,
   derived or unsupported) over findings that hold facts is asked for once
-  more (``only_absent``); the second ships, whatever it is, as any second
-  report is judged: an honest "not given" twice is an answer;
+  more (``only_absent``); the second ships as any second report is judged
+  (an honest "not given" twice is an answer), unless it again only says
+  what is lacking in none of the findings' figures and names (SmolLM2's
+  "what they did not provide", twice): the reporter has failed;
 - a report that states nothing (no sentence with a figure or a name beyond
   the question's, none saying what the material lacks: SmolLM2's "changes
   largely due to weather conditions", an outline of headings, the question
@@ -40,10 +42,10 @@ from __future__ import annotations
 from temporalio import workflow
 
 from workflows.box import Box
-from workflows.reply_checks import ReporterUnsupported, ask_again, grounded_report, is_echo
+from workflows.reply_checks import ReporterUngrounded, ReporterUnsupported, ask_again, grounded_report, is_echo
 
 with workflow.unsafe.imports_passed_through():  # side-effect free; not re-imported per run
-    from workflows.grounding import MIN_ITEMS, findings_items
+    from workflows.grounding import MIN_ITEMS, findings_items, grounded
     from workflows.models import EvidencePage, ModelReply, ModelRequest
     from workflows.state import RunState
     from workflows.support_models import Statement, SupportCounts
@@ -57,7 +59,7 @@ PATCH = "trace-statements"  # recorded runs judged reports by the share of state
 INVENTED_LIMIT = 0.25  # a report with at least this share of its statements invented is asked for again
 MIN_INVENTED = 2  # and at least this many
 MANY_PATCH = "re-ask-reports-with-many-invented-statements"  # recorded runs judged by the share alone
-MANY_INVENTED = 5  # or at least this many invented statements
+MANY_INVENTED = 7  # or at least this many invented statements
 MANY_LIMIT = 0.15  # that are at least this share of them (a long copied report with invention beside it)
 LISTED = 8  # unsupported statements named in a re-ask or a note
 MARK = " *(not found in the sources)*"
@@ -129,8 +131,9 @@ def invented_too_much(counts: SupportCounts | None, many: bool = False) -> bool:
     research, whatever it names); with ``many``, also ``MANY_INVENTED`` of
     them or more that are ``MANY_LIMIT`` of the report (SmolLM2 on
     chengbo-zh at ``7b9124d``: 8 of 36 statements invented, "Mlacron
-    Industries", "Tempwell Shipyard", beside 27 copied; none of the 72
-    faithful held-out reports has more than 4)."""
+    Industries", "Tempwell Shipyard", beside 27 copied; of the 104
+    faithful held-out reports, none has more than 6: figures from a page
+    the run never read)."""
     if counts is None or not counts.judged:
         return False
     share = counts.invented / counts.judged
@@ -217,7 +220,12 @@ async def traced_report(box: Box, request: ModelRequest, reply: ModelReply, find
     elif reply is first and only_absent(first, findings, question) and workflow.patched(ABSENT_PATCH):
         box.emit("notice", "the report only says what the findings do not give: asking the reporter again")
         again = await ask_again(box, request, ONLY_ABSENT, "reporter · asked again (only what is not given)")
-        reply = first if is_echo(again) or not again.content.strip() else again  # the same again: it ships
+        if is_echo(again) or not again.content.strip():
+            reply = first
+        elif only_absent(again, findings, question) and not grounded(again.content, findings, question):
+            raise ReporterUngrounded()  # a lack twice, in none of the research's words: no answer
+        else:
+            reply = again  # an honest "not given" twice, naming what the research found, ships
     many = workflow.patched(MANY_PATCH)
     if reply is first:
         if not invented_too_much(first.support, many) and not (
