@@ -31,13 +31,13 @@ from activities.model_endpoint import ModelEndpoint
 from activities.off_loop import in_pool, off_loop
 from activities.pacing import Pacer, paced
 from activities.rate_limited import rate_limit_error, retry_after
+from activities.statement_text import specifics
 from activities.support import support_of
 from infra.blobs import BlobNotFound, BlobStore
 from infra.settings import Settings
 from workflows.activity_calls import BOUNDED_MODEL_ATTEMPTS
 from workflows.clean import clean_text
 from workflows.echoes import measure
-from workflows.grounding import findings_items
 from workflows.languages import language_name
 from workflows.model_output import read_plan, read_podcast_script, repair_arguments, strip_think, unescape_entities
 from workflows.models import EvidencePage, Message, ModelReply, ModelRequest, ToolCall
@@ -387,7 +387,7 @@ class ModelActivities:
         read = await self._pages(pages)
         try:
             counts, statements = await off_loop(support_of, content, material, question, read, seconds=SUPPORT_SECONDS)
-            shown_items = len(await off_loop(findings_items, [material], question, seconds=SUPPORT_SECONDS))
+            shown_items = await off_loop(specifics, material, question, seconds=SUPPORT_SECONDS)
             judged = True
         except ApplicationError:
             counts, statements, judged, shown_items = None, [], False, None

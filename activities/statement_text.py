@@ -250,6 +250,20 @@ def statements_of(report: str, question: str, writing: str | None = None) -> lis
     return list(found.values())
 
 
+def specifics(text: str, question: str) -> int:
+    """How many distinct figures and names the statements of ``text`` carry
+    beyond ``question``'s, as the support check reads them: what a text that
+    states nothing of it missed. A digest, a path or an address is none (a
+    failed run's reporter shown "blob sha256:4c3e… is missing from
+    /tmp/pytest-41" and no finding was told it stated nothing of them)."""
+    given = [v for g in figures(plain(question), None) for v in g.values]
+    found: set[str] = set()
+    for sentence in statements_of(text, question):
+        found.update(sentence.names)
+        found.update(f.text for f in sentence.figures if not any(f.matches(v) for v in given))
+    return len(found)
+
+
 def named_in(name: str, words: set[str]) -> bool:
     """Whether ``words`` (lower-cased) hold ``name``, whole or in its
     hyphenated parts ("brackwater-hallow" in "Brackwater - Hallow Point")."""

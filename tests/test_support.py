@@ -12,7 +12,7 @@ import pytest
 
 from activities.arithmetic import Derivations
 from activities.figures import figures, plain
-from activities.statement_text import statements_of
+from activities.statement_text import specifics, statements_of
 from activities.support import same_language, support_of
 from workflows.models import ModelReply
 from workflows.statements import invented_too_much, mostly_invention, mostly_unsupported, only_absent, states_nothing
@@ -512,3 +512,17 @@ def test_many_invented_statements_in_a_long_report_are_too_much_and_fewer_are_no
     assert not invented_too_much(SupportCounts(stated=29, invented=7, unsupported=7))
     assert not invented_too_much(SupportCounts(stated=30, invented=6, unsupported=6), many=True)
     assert not invented_too_much(SupportCounts(stated=43, invented=7, unsupported=7), many=True)
+
+
+def test_what_a_reporter_was_shown_counts_only_the_facts_its_statements_carry():
+    """A failed run's reporter shown a blob digest and a data path, and no
+    finding, was shown nothing it could fail to state; the facts of a page
+    count, the question's do not."""
+    failed = (
+        "# Note\nThe research stopped early (the run failed: blob sha256:4c3ef9e1b4b2266485c855230b432536edb147bf4f10"
+        "ba005bb6d69bd638711d is missing from /tmp/pytest-of-root/pytest-41/data/blobs (deleted, or "
+        "DEEPRESEARCH_DATA_DIR differs between workers)).\n\n# Findings\n(none)\n"
+    )
+    assert specifics(failed, "Tell me about Lantern Rock") == 0
+    page = "The mayor, Jane Holloway, won 3,412 votes in 2019, against 2,100 for Ruth Penn."
+    assert specifics(page, "Who won in 2019?") == 6  # jane, holloway, ruth, penn, 3,412, 2,100
