@@ -34,9 +34,6 @@ HELDOUT = ROOT / "tests" / "fixtures" / "heldout"
 RATES = ROOT / "bench" / "results" / "guards-heldout.json"
 SETS = {"suite-1": ("A", "B", "C", "D"), "suite-2": ("E", "F")}
 SMALL_MODEL = ("fiction", "tiny-model")  # the invented kinds a small model writes: never shipped
-# Faithful reports still asked for again (then kept, their statements marked), and why: a change that ships
-# one of them fails this test until it is taken off the list.
-NOT_YET = {"E/orvenia-airline-comparison--full.md": "passenger counts of a page the run did not read"}
 
 
 def entries() -> list[tuple[str, str, dict]]:
@@ -73,9 +70,6 @@ async def outcomes() -> dict[tuple[str, str], Outcome]:
 @pytest.mark.parametrize(("suite", "report"), FAITHFUL, ids=lambda x: x)
 async def test_a_faithful_heldout_report_ships_as_written(outcomes, suite: str, report: str):
     outcome = outcomes[(suite, report)]
-    if report in NOT_YET:
-        assert outcome.verdict == "re-asked", (NOT_YET[report], outcome.verdict, outcome.why)
-        return
     assert outcome.verdict == "as written", (outcome.verdict, outcome.why)
 
 
