@@ -97,13 +97,16 @@ def script(llm: ScriptedLLM, tavily: ScriptedTavily, pages: PageServer) -> Resea
 def research_worker(temporal_client: Client, worker_env: dict[str, str], task_queue: str, script):
     """Start an in-process worker, optionally with extra environment. It caches
     no workflows, so every workflow task replays the history from the start:
-    non-determinism fails the tests."""
+    non-determinism fails the tests. ``cached``: a worker that keeps its
+    workflows, as a deployed one does (the SDK's zero-size cache sometimes
+    leaves a workflow task unanswered until its 10 s timeout: a test that
+    times a page's progress runs on a cached worker)."""
 
     @asynccontextmanager
-    async def start(**env: str):
+    async def start(cached: bool = False, **env: str):
         settings = Settings.from_env(worker_env | env)
         settings.check()
-        worker, held = build_worker(temporal_client, settings, task_queue, max_cached_workflows=0)
+        worker, held = build_worker(temporal_client, settings, task_queue, max_cached_workflows=100 if cached else 0)
         try:
             async with worker:
                 yield worker

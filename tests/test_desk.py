@@ -50,6 +50,17 @@ WAIT = 60_000  # ms
 
 
 @pytest.fixture
+async def worker(research_worker):
+    """A worker that keeps its workflows, as a deployed one does: with none
+    kept, the SDK now and then leaves a workflow task unanswered until its
+    10 s timeout (seen after a review's accept: the page waited for
+    "step_started" past ``WAIT`` on a loaded CI machine). Replay stays
+    checked by the recorded histories and every other end-to-end test."""
+    async with research_worker(cached=True) as worker:
+        yield worker
+
+
+@pytest.fixture
 def desk(worker_env, tmp_path):
     """`deepresearch ui` on a free port; yields its base URL."""
     port = free_port()
