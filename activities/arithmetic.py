@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from activities.figures import Figure
-from activities.units import CONVERSIONS, TEMPERATURES, named_unit
+from activities.units import CONVERSIONS, TEMPERATURES, named_conversions
 
 MAX_POOL = 30  # figures a statement's arithmetic may start from
 MAX_RUN = 24  # figures of one passage or table column whose runs are summed and averaged
@@ -106,7 +106,7 @@ def _pairs(
 def _conversions(pool: list[tuple[float, bool]], units: str) -> list[_Candidate]:
     """Unit conversions the statement's words name (``units``, lower-cased,
     spaced), and a fraction as a percentage."""
-    named = [n for n, (_, _, words) in enumerate(CONVERSIONS) if any(named_unit(w, units) for w in words)]
+    named = named_conversions(units)
     degrees = any(w in units for w in TEMPERATURES)
     out: list[_Candidate] = []
     for a, _ in pool:

@@ -123,6 +123,7 @@ class Passage:
     _runs: list | None = None
     _units: list[tuple[set[str], list[Figure]]] | None = None
     _language: str | None = ""
+    _cjk: bool | None = None
 
     def __post_init__(self) -> None:
         self.values = sorted(v for f in self.figures + self.spelled for v in f.values)
@@ -168,7 +169,10 @@ class Passage:
 
     @property
     def cjk(self) -> bool:
-        return is_cjk(self.text)
+        """Whether it is written in CJK characters (``is_cjk``), read once."""
+        if self._cjk is None:
+            self._cjk = is_cjk(self.text)
+        return self._cjk
 
     @property
     def language(self) -> str | None:

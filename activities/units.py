@@ -85,11 +85,29 @@ def named_unit(word: str, units: str) -> bool:
     return re.search(rf"(?<![^\W\d_]){re.escape(word)}", units) is not None
 
 
+def _naming(words: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern for ``named_unit`` of any of ``words`` (alternatives of
+    literals: linear)."""
+    starts = [re.escape(w) for w in words if w == w.strip() and w[:1].isalpha()]
+    written = [re.escape(w) for w in words if not (w == w.strip() and w[:1].isalpha())]
+    parts = ([rf"(?<![^\W\d_])(?:{'|'.join(starts)})"] if starts else []) + written
+    return re.compile("|".join(parts))
+
+
+_NAMING = tuple(_naming(words) for _, _, words in CONVERSIONS)
+
+
+def named_conversions(units: str) -> list[int]:
+    """The indices of the ``CONVERSIONS`` that ``units`` (lower-cased,
+    spaced) names a unit of, as ``named_unit`` reads them."""
+    return [n for n, pattern in enumerate(_NAMING) if pattern.search(units)]
+
+
 def constants(units: str) -> list[float]:
     """The factors of the conversions ``units`` (a statement's text) names:
     "365 days", "12 months" are no figures a source must state."""
     units = f" {units.lower()} "
-    return [k for k, _, words in CONVERSIONS if any(named_unit(w, units) for w in words)]
+    return [CONVERSIONS[n][0] for n in named_conversions(units)]
 
 
 def word_factors(text: str) -> list[float]:

@@ -17,6 +17,7 @@ from activities.figures import figures, joined_thousands, plain
 from activities.llm import _material, shown_text
 from activities.number_words import chinese, english
 from activities.support import support_of
+from activities.units import CONVERSIONS, named_conversions, named_unit
 
 MATERIAL = Path(__file__).resolve().parent / "fixtures" / "material"
 
@@ -327,3 +328,19 @@ def test_a_growth_factor_of_a_stated_percentage_is_known():
     shown = "[Press release](http://x/p): Sales passed 1.3 million copies in 2023, about 5 % more than in 2022."
     assert kinds("2022 ≈ 1,300,000 ÷ 1.05 ≈ 1,238,100 copies.", shown) == [("derived", False)]
     assert kinds("2022 ≈ 1,300,000 ÷ 1.07 ≈ 1,214,953 copies.", shown)[0][0] == "unsupported"  # 7 % is on no page
+
+
+def test_the_units_a_statement_names_are_read_as_each_unit_word_reads_them():
+    """The conversions a statement names, found by one pattern each, are the
+    ones its unit words name one by one (``named_unit``: at a word's start,
+    "mile" in "miles" but no "day" in "today"), over every report line of
+    the held-out suites and cases at the edges."""
+    heldout = Path(__file__).resolve().parent / "fixtures" / "heldout"
+    lines = [line for path in sorted(heldout.rglob("*.md")) for line in path.read_text(encoding="utf-8").splitlines()]
+    lines += ["times today", "3 mi. away", "12 (in) wide", "每月 3 天", "somes second hand", "a semaine", "mes"]
+    assert len(lines) > 1000
+    for line in lines:
+        units = f" {line.lower()} "
+        one_by_one = [n for n, (_, _, words) in enumerate(CONVERSIONS) if any(named_unit(w, units) for w in words)]
+        assert named_conversions(units) == one_by_one, line
+    assert named_conversions(" 40 minutes a day ") and not named_conversions(" times today ")
