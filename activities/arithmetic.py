@@ -261,6 +261,8 @@ class Derivations:
                         if shift != 1.0 and c[2] != "same" and figure.digits < 3:
                             continue  # arithmetic and a change of scale both, to two digits: chance
                         operands = set(c[3][:2])
+                        if figure.digits >= 2 and all(_digit(u) for u in operands) and not operands & self.own:
+                            continue  # "75 %" as (2 − 8) / 8, of a page's "Page 2" and a "8": chance
                         if figure.digits < free_digits and not operands & anchors:
                             continue
                         exotic = c[2] == "rate" or (shift != 1.0 and c[2] != "same")
@@ -279,6 +281,11 @@ class Derivations:
         _, (value, _, op, uses), shift = best
         how = explain(op, uses, value) + (f" (× {_n(shift)})" if shift != 1.0 else "")
         return Derivation(value * shift, how, uses[:2] if op in ("rate", "root") else uses)
+
+
+def _digit(x: float) -> bool:
+    """A whole number of one digit: a count, a page, a list's mark."""
+    return x.is_integer() and abs(x) < 10
 
 
 def _fits(op: str, figure: Figure, indexed: bool = False) -> bool:

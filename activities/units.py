@@ -10,7 +10,7 @@ import re
 # one of its units (a conversion it does not name would be a coincidence).
 CONVERSIONS = (
     (1.609344, "km per mile", ("mile", " mi ", " mi.", "km", "kilomet", "meile", "milla")),
-    (2.20462, "lb per kg", ("pound", " lb", "kg", "kilogram")),
+    (2.20462, "lb per kg", ("pound", " lb", " lbs", "kg", "kilogram")),
     (3.28084, "ft per m", ("feet", "foot", " ft", "metre", "meter")),
     (2.54, "cm per inch", ("inch", " in.", "cm", "centimet")),
     (25.4, "mm per inch", ("inch", " in.", " in)", "mm", "millimet")),
@@ -79,17 +79,25 @@ TEMPERATURES = ("°", "fahrenheit", "celsius", "degrees")
 def named_unit(word: str, units: str) -> bool:
     """Whether ``units`` (lower-cased, spaced) names the unit ``word``: at a
     word's start ("mile" in "miles", not "mes" in "times" nor "day" in
-    "today"); a word written with its blanks (" mi ") as written."""
+    "today"); a word written with its blanks (" mi ") as written, and one
+    written with a blank before it whole (" ha" is no " had": SmolLM2's
+    "they had" converted 2,008 hectares to 4,962 "pairs")."""
     if word != word.strip() or not word[:1].isalpha():
-        return word in units
+        return re.search(_written(word), units) is not None
     return re.search(rf"(?<![^\W\d_]){re.escape(word)}", units) is not None
+
+
+def _written(word: str) -> str:
+    """The pattern of a unit word written with its blanks: as written, and
+    not run into a longer word when it ends in a letter (" lb", " ha")."""
+    return re.escape(word) + (r"(?![^\W\d_])" if word[-1:].isalpha() else "")
 
 
 def _naming(words: tuple[str, ...]) -> re.Pattern[str]:
     """One pattern for ``named_unit`` of any of ``words`` (alternatives of
     literals: linear)."""
     starts = [re.escape(w) for w in words if w == w.strip() and w[:1].isalpha()]
-    written = [re.escape(w) for w in words if not (w == w.strip() and w[:1].isalpha())]
+    written = [_written(w) for w in words if not (w == w.strip() and w[:1].isalpha())]
     parts = ([rf"(?<![^\W\d_])(?:{'|'.join(starts)})"] if starts else []) + written
     return re.compile("|".join(parts))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from activities.arithmetic import Derivations
 from activities.figures import figures, joined_thousands, plain
 from activities.llm import _material, shown_text
 from activities.number_words import chinese, english
@@ -344,3 +345,20 @@ def test_the_units_a_statement_names_are_read_as_each_unit_word_reads_them():
         one_by_one = [n for n, (_, _, words) in enumerate(CONVERSIONS) if any(named_unit(w, units) for w in words)]
         assert named_conversions(units) == one_by_one, line
     assert named_conversions(" 40 minutes a day ") and not named_conversions(" times today ")
+
+
+def test_one_digit_figures_of_a_page_derive_no_percentage_and_a_had_names_no_hectare():
+    """Both ways. SmolLM2's kittiwake-decline report (at ``ea0abea``) was
+    "derived": its "75 %" as (2 − 8) / 8 of a page's "Page 2" and an "8",
+    its "4,962 pairs" as 2,008 hectares in acres, read from "they had". A
+    statement that states its one-digit figures still computes from them,
+    and a hectare written " ha" still converts."""
+    (fall,) = figures("75 %")
+    pool = [(2.0, False), (8.0, False)]
+    assert Derivations(pool).find(fall, anchors={2.0, 8.0}) is None
+    assert Derivations(pool, own={2.0, 8.0}).find(fall, anchors={2.0, 8.0}) is not None  # "from 8 to 2, -75 %"
+    (pairs,) = figures("4,962")
+    hectares = [(2008.0, False)]
+    assert Derivations(hectares, units="they had found 4,962 pairs").find(pairs, anchors={2008.0}) is None
+    assert Derivations(hectares, units="2,008 ha, or 4,962 acres").find(pairs, anchors={2008.0}) is not None
+    assert not named_unit(" ha", " they had ") and named_unit(" ha", " 12 ha. ") and named_unit(" lbs", " 3 lbs ")
