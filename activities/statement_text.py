@@ -254,8 +254,8 @@ def specifics(text: str, question: str) -> int:
     """How many distinct figures and names the statements of ``text`` carry
     beyond ``question``'s, as the support check reads them: what a text that
     states nothing of it missed. A digest, a path or an address is none (a
-    failed run's reporter shown "blob sha256:4c3e… is missing from
-    /tmp/pytest-41" and no finding was told it stated nothing of them)."""
+    failed run's reporter, shown "blob sha256:4c3e… is missing from
+    /tmp/pytest-41" and no finding, was refused for stating none of them)."""
     given = [v for g in figures(plain(question), None) for v in g.values]
     found: set[str] = set()
     for sentence in statements_of(text, question):
