@@ -81,10 +81,18 @@ def named_unit(word: str, units: str) -> bool:
     word's start ("mile" in "miles", not "mes" in "times" nor "day" in
     "today"); a word written with its blanks (" mi ") as written, and one
     written with a blank before it whole (" ha" is no " had": SmolLM2's
-    "they had" converted 2,008 hectares to 4,962 "pairs")."""
-    if word != word.strip() or not word[:1].isalpha():
+    "they had" converted 2,008 hectares to 4,962 "pairs"). The word-by-word
+    reading that ``named_conversions`` does with one pattern a conversion
+    (a test holds the two equal)."""
+    if not _starts_word(word):
         return re.search(_written(word), units) is not None
     return re.search(rf"(?<![^\W\d_]){re.escape(word)}", units) is not None
+
+
+def _starts_word(word: str) -> bool:
+    """Whether a unit word is found at a word's start ("mile"), not as
+    written with its blanks (" mi ", " ha")."""
+    return word == word.strip() and word[:1].isalpha()
 
 
 def _written(word: str) -> str:
@@ -96,8 +104,8 @@ def _written(word: str) -> str:
 def _naming(words: tuple[str, ...]) -> re.Pattern[str]:
     """One pattern for ``named_unit`` of any of ``words`` (alternatives of
     literals: linear)."""
-    starts = [re.escape(w) for w in words if w == w.strip() and w[:1].isalpha()]
-    written = [_written(w) for w in words if not (w == w.strip() and w[:1].isalpha())]
+    starts = [re.escape(w) for w in words if _starts_word(w)]
+    written = [_written(w) for w in words if not _starts_word(w)]
     parts = ([rf"(?<![^\W\d_])(?:{'|'.join(starts)})"] if starts else []) + written
     return re.compile("|".join(parts))
 
