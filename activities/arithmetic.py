@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from activities.figures import Figure
-from activities.units import CONVERSIONS, TEMPERATURES, named_conversions
+from activities.units import CONVERSIONS, TEMPERATURES, named_conversions, per_scales
 
 MAX_POOL = 30  # figures a statement's arithmetic may start from
 MAX_RUN = 24  # figures of one passage or table column whose runs are summed and averaged
@@ -35,12 +35,16 @@ _Candidate = tuple[float, int, str, tuple[float, ...]]
 # The operations a statement's words name: a derivation of that kind is preferred.
 NAMED_OPS = {
     "rate": ("cagr", "compound", "annual rate", "a year", "per year", "yearly", "annualised", "annualized"),
+    "yearly": (" a year", " per year", " each year", " every year", "yearly", "annually", " per annum", " p.a."),
+    "share": ("% of ", "per cent of ", "percent of ", " level"),
     "mean": ("average", "mean", "per month", "a month"),
     "total": ("total", "in all", "altogether", "combined"),
     "part": ("share of", "of all", "of the total", "took"),
     "change": (" increase", "decrease", " grew", " rose", " fell", "growth", "decline", " change", "higher", "lower"),
     "diff": (" more ", " fewer ", " less ", "difference", "margin", " by "),
 }
+RISING = (" grew", " grow", " rose", " rise", "increase", "growth", " up ", "higher", " gain")
+FALLING = (" fell", " fall", "decline", "decrease", " down ", "lower", " drop", "reduc")
 INDEX_WORDS = ("index", "= 100", "=100", "índice", "indice", "indizes")
 ROOT_WORDS = ("root", "factor", "wurzel", "racine", "raíz", "radice", "raiz")  # a growth factor named
 _PERCENT_OPS = frozenset({"share", "change", "rate", "fraction", "part"})
@@ -61,11 +65,14 @@ def _pairs(
     years: set[float] = frozenset(),
     roots: bool = False,
     strict: bool = False,
+    yearly: bool = False,
 ) -> list[_Candidate]:
     """One step from two figures; shares, changes and rates only when a
     percentage is looked for. A year (one of ``years``) only ever meets
     another year, in a difference ("52 years newer"): 5,000 / 2023 is
-    chance, not arithmetic."""
+    chance, not arithmetic. ``yearly``: the statement speaks of so much a
+    year, so a difference over a span of the years (``periods``) is tried
+    ("around 179 t a year": (2,675 − 1,960) / 4)."""
     out: list[_Candidate] = []
     for i, (a, pa) in enumerate(pool):
         for j, (b, pb) in enumerate(pool):
@@ -87,6 +94,8 @@ def _pairs(
                     (a + b, 2 + mixed, "sum" + points, (a, b)),
                     (abs(a - b), 1 + mixed, "diff" + points, (max(a, b), min(a, b))),
                 ]  # (4.4 + 4 beside "four times" is chance)
+                if yearly and not mixed:
+                    out += [(abs(a - b) / n, 5, "yearly", (max(a, b), min(a, b), float(n))) for n in periods]
             if i < j:
                 out.append((a * b, 4 + mixed, "product", (a, b)))
             r = a / b
@@ -156,6 +165,8 @@ def explain(op: str, uses: tuple[float, ...], value: float) -> str:
     if op.startswith("sum"):
         return f"{_n(a)} + {_n(b)} = {_n(value)}"
     if op.startswith("diff"):
+        if is_year(a) and is_year(b):
+            return f"{a:.0f} − {b:.0f} = {_n(value)}"  # years as written: 1923 − 1871
         return f"{_n(a)} − {_n(b)} = {_n(value)}"
     if op.startswith(("times", "per")):
         k, name, _ = CONVERSIONS[int(op.removeprefix("times").removeprefix("per"))]
@@ -176,6 +187,8 @@ def explain(op: str, uses: tuple[float, ...], value: float) -> str:
     if op == "rate":
         n = int(uses[2])
         return f"({_n(a)} / {_n(b)})^(1/{n}) − 1 = {_n(((a / b) ** (1 / n) - 1) * 100)} %"
+    if op == "yearly":
+        return f"({_n(a)} − {_n(b)}) / {int(uses[2])} years = {_n(value)}"
     if op == "root":
         n = int(uses[2])
         return f"({_n(a)} / {_n(b)})^(1/{n}) = {_n(value)}"
@@ -216,13 +229,26 @@ class Derivations:
         low = f" {units.lower()} "
         roots = any(w in low for w in ROOT_WORDS)
         self.indexed = any(w in low for w in INDEX_WORDS)  # an index of a base year's 100: shares, unsigned
-        pairs = _pairs(pool, periods, percent or self.indexed, set(years), roots, strict)
+        self.named = {op for op, words in NAMED_OPS.items() if any(w in low for w in words)}  # what the words say
+        self.per = set(per_scales(low))  # "per 1,000 residents": a ratio counted in thousands
+        self.rising = any(w in low for w in RISING) and not any(w in low for w in FALLING)
+        self.falling = any(w in low for w in FALLING) and not any(w in low for w in RISING)
+        yearly = "yearly" in self.named and not percent
+        pairs = _pairs(pool, periods, percent or self.indexed, set(years), roots, strict, yearly)
         found = [c for c in pairs + _conversions(pool, low) if math.isfinite(c[0])]
         found.sort(key=lambda c: c[0])
         self.lists = [(found, [c[0] for c in found])] + [(r, [c[0] for c in r]) for r in runs]
         self.own = set(own)
         self.anchored = anchored
-        self.named = {op for op, words in NAMED_OPS.items() if any(w in low for w in words)}  # what the words say
+
+    def _against(self, c: _Candidate) -> int:
+        """1 for a change or rate the other way than the words say (a fall
+        of 7.48 % a year for "grew by about 8 % a year"), else 0: of two
+        derivations as simple, the one that reads as written is shown."""
+        if c[2] not in ("change", "rate"):
+            return 0
+        a, b = c[3][0], c[3][1]
+        return int((self.rising and a < b) or (self.falling and a > b))
 
     def find(
         self,
@@ -258,14 +284,23 @@ class Derivations:
                     for c in items[lo:hi]:
                         if c[2] == "same" and shift == 1.0:
                             continue  # a figure stated as it is: not derived
-                        if shift != 1.0 and c[2] != "same" and figure.digits < 3:
-                            continue  # arithmetic and a change of scale both, to two digits: chance
                         operands = set(c[3][:2])
+                        per = shift in self.per and c[2] == "ratio" and operands <= anchors  # "50 per 1,000"
+                        if shift != 1.0 and c[2] != "same" and figure.digits < 3 and not per:
+                            continue  # arithmetic and a change of scale both, to two digits: chance
+                        if c[2] == "yearly" and (
+                            shift != 1.0
+                            or figure.digits < 2
+                            or not (operands <= self.own or (figure.digits >= 3 and operands <= anchors))
+                        ):
+                            continue  # so much a year, as written: from its own figures, or to 3 digits from anchors
+                        if c[2] == "product" and figure.digits < 2 and not any(_unit(u) for u in operands):
+                            continue  # "£5 million" as 1,960 × 2,675: two figures' product, to one digit, is chance
                         if figure.digits >= 2 and all(_digit(u) for u in operands) and not operands & self.own:
                             continue  # "75 %" as (2 − 8) / 8, of a page's "Page 2" and a "8": chance
                         if figure.digits < free_digits and not operands & anchors:
                             continue
-                        exotic = c[2] == "rate" or (shift != 1.0 and c[2] != "same")
+                        exotic = c[2] == "rate" or (shift != 1.0 and c[2] != "same" and not per)
                         if self.anchored and exotic and not operands & anchors:
                             continue  # a compound rate, or arithmetic and a scale: from what it speaks of
                         if figure.digits < 3 and sum(
@@ -274,6 +309,7 @@ class Derivations:
                             continue  # "20 %": from one anchored figure; "5 %", "0.7": from close ones only
                         own = all(u in self.own for u in c[3][:2])
                         rank = c[1] + (shift != 1.0) - (10 if own else 0) - (3 if c[2] in self.named else 0)
+                        rank += self._against(c)
                         if _fits(c[2], figure, self.indexed) and (best is None or rank < best[0]):
                             best = (rank, c, shift)
         if best is None:

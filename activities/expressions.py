@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from activities.figures import Figure, joined_thousands, placed_figures, plain
 
@@ -39,6 +39,7 @@ class Shown:
 
     how: list[str]
     values: list[float]
+    constants: list[float] = field(default_factory=list)  # the counts it computes with unstated ("× 100")
 
 
 def _prepared(text: str) -> str:
@@ -185,6 +186,7 @@ def shown_arithmetic(text: str, writing: str | None, known: Callable[[Figure], b
     computed on its left); else None."""
     how: list[str] = []
     values: list[float] = []
+    constants: list[float] = []
     for tokens in segments(text, writing):
         sides: list[list[object]] = [[]]
         relations: list[str] = []
@@ -214,11 +216,20 @@ def shown_arithmetic(text: str, writing: str | None, known: Callable[[Figure], b
                 return None
             starts = lused if compound_left else rused
             steps = _one_step([f.values[0] for f in starts])
-            if not all(known(f) or _count(f) or any(_close(v, f) for v in values + steps) for f in starts):
+            if not all(known(f) or _count(f) or _written_out(f, starts, values) for f in starts):
                 return None
             values += [lv, rv] + [v for v in steps if any(_close(v, f) for f in starts)]  # and its written-out steps
+            constants += [f.values[0] for f in starts if _count(f)]
         how.append(_written(tokens))
-    return Shown(how, values) if how else None
+    return Shown(how, values, constants) if how else None
+
+
+def _written_out(figure: Figure, starts: list[Figure], values: list[float]) -> bool:
+    """Whether ``figure`` is one computed before it (``values``) or written
+    out by one step from the expression's other figures: never from itself
+    ("24,340 × 1" is no step that gives 24,340)."""
+    others = [f.values[0] for f in starts if f is not figure]
+    return any(_close(v, figure) for v in values + _one_step(others))
 
 
 def _one_step(values: list[float]) -> list[float]:

@@ -161,6 +161,34 @@ _PERIOD = re.compile(r"\b(FY|CY)\s?['’]?(\d{4}|\d{2})\b")
 _SPACED = re.compile(r"(?<![\d.,\u2009])\d{1,3}(?: \d{3}){1,5}(?:[.,]\d{1,6})?(?![\d]|[.,]\d)")
 
 
+# A formula written in LaTeX, as a strong model shows its working ("$\frac{2675-1960}{1960} \approx 36.5\%$"):
+# its fractions, operators and braces read as the plain arithmetic they write. One pass each, bounded.
+_FRAC = re.compile(r"\\[dt]?frac\{([^{}]{1,200})\}\{([^{}]{1,200})\}")
+_BRACED = re.compile(r"\\(?:text|mathrm|textrm|mathbf|operatorname)\{([^{}]{0,200})\}|\^\{([^{}]{1,40})\}")
+_LATEX = {
+    "\\left": "", "\\right": "", "\\times": "×", "\\cdot": "×", "\\div": "÷", "\\approx": "≈",
+    "\\simeq": "≈", "\\sim": "~", "\\%": "%", "{,}": ",", "{.}": ".", "\\,": "\u2009", "\\;": " ",
+    "\\!": "", "\\quad": " ", "\\to": "→", "\\rightarrow": "→", "\\pm": "±", "\\$": "$", "\\ ": " ",
+    "\\pounds": "£", "\\euro": "€",
+}  # fmt: skip
+_LATEX_WORD = re.compile("|".join(re.escape(k) for k in sorted(_LATEX, key=len, reverse=True)))
+
+
+def unlatex(text: str) -> str:
+    """``text`` with the arithmetic it writes in LaTeX as plain arithmetic:
+    "\\frac{a}{b}" as (a)/(b), "^{1/4}" as ^(1/4), "\\times" as ×,
+    "\\%" as %, "2{,}675" as 2,675; text without a backslash unchanged."""
+    if "\\" not in text and "{" not in text:
+        return text
+    text = _BRACED.sub(_unbraced, _LATEX_WORD.sub(lambda m: _LATEX[m.group(0)], text))
+    return _BRACED.sub(_unbraced, _FRAC.sub(r"(\1)/(\2)", text))  # again: an exponent that was a fraction
+
+
+def _unbraced(match: re.Match[str]) -> str:
+    """A text command's text; an exponent in parentheses."""
+    return match.group(1) if match.group(1) is not None else f"^({match.group(2)})"
+
+
 def plain(text: str) -> str:
     """``text`` without what is not a figure of it: links' addresses (their
     text kept), bare URLs, footnote markers and list numbers run into the
@@ -170,7 +198,7 @@ def plain(text: str) -> str:
     2018–2023, not a figure 23), a period's label apart from its year
     ("FY2023" is FY 2023), and a document part's number left out ("Table
     2.1")."""
-    text = _RUN_IN_ITEM.sub(" ", _MARKERS.sub(" ", _URL.sub(" ", _LINK.sub(r"\1", html.unescape(text)))))
+    text = _RUN_IN_ITEM.sub(" ", _MARKERS.sub(" ", _URL.sub(" ", _LINK.sub(r"\1", unlatex(html.unescape(text))))))
     text = _REFERENCE.sub(_label, text)
     return _SHORT_SPAN.sub(_whole_span, _PERIOD.sub(_period_year, _GROUP_SPACE.sub(GROUP, text)))
 

@@ -219,7 +219,7 @@ def support_of(
     for sentence in said:
         statement = classify(sentence, material, cross, trusted[:TRUSTED])
         if statement.support in ("stated", "derived"):
-            trusted[:0] = [(f.values[0], f.percent) for f in sentence.figures if not _year(f)]
+            trusted[:0] = [(f.values[0], f.percent) for f in sentence.figures if not f.year]  # "1,960 t" is no year
         out.append(statement)
     out = restated(said, out, material, cross)
     counts = SupportCounts()
@@ -297,7 +297,7 @@ def _shown(
         return None
     computed = [x for v in arithmetic.values for x in (v, v * 100, v / 100)]
     for f in sentence.figures:
-        accounted = known(f) or growth(f) or any(f.matches(v, True) for v in computed)
+        accounted = known(f) or growth(f) or any(f.matches(v, True) for v in computed + arithmetic.constants)
         if not (f.year or material.given(f, hedge) or accounted):
             return None
     return [], "; ".join(arithmetic.how)

@@ -121,9 +121,29 @@ def named_conversions(units: str) -> list[int]:
 
 def constants(units: str) -> list[float]:
     """The factors of the conversions ``units`` (a statement's text) names:
-    "365 days", "12 months" are no figures a source must state."""
+    "365 days", "12 months", "per 1,000 residents" are no figures a source
+    must state."""
     units = f" {units.lower()} "
-    return [CONVERSIONS[n][0] for n in named_conversions(units)]
+    return [CONVERSIONS[n][0] for n in named_conversions(units)] + per_scales(units)
+
+
+# A rate per so many ("50 boats per 1,000 residents", "3.1 per 100,000 people"): the scale it is counted in.
+_PER = re.compile(
+    r"(?<![^\W\d_])(?:per|for every|every|pro|pour|por|ogni|je)\s{1,3}"
+    r"(1[,.\u2009 ]?000[,.\u2009 ]?000|100[,.\u2009 ]?000|10[,.\u2009 ]?000|1[,.\u2009 ]?000|100|hundred|thousand|million)"
+    r"(?![\d]|[,.\u2009 ]\d)",
+    re.IGNORECASE,
+)
+_PER_WORDS = {"hundred": 1e2, "thousand": 1e3, "million": 1e6}
+
+
+def per_scales(text: str) -> list[float]:
+    """The scales ``text`` counts a rate in ("per 1,000": 1,000)."""
+    out = []
+    for m in _PER.finditer(text):
+        word = m.group(1).lower()
+        out.append(_PER_WORDS.get(word) or float(re.sub(r"\D", "", word)))
+    return list(dict.fromkeys(out))
 
 
 def word_factors(text: str) -> list[float]:

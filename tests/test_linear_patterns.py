@@ -253,6 +253,7 @@ SCANNED = [
     "activities.material",
     "activities.expressions",
     "activities.number_words",
+    "activities.units",
 ]
 
 
@@ -276,7 +277,7 @@ def test_no_module_level_pattern_backtracks_on_a_pumped_input():
         prefixes = ["", "#", "# a", "```", "[", "[a](", "](http://", "|", "-", "<!--", "<title", "<meta", "sk-",
                     "bearer ", "http://", "n_ctx"]
         pumps = [" ", "\\n", "\\t", "#", "`", "-", "[", "<", "|", "a", "0", "(", " \\n", "[a](http://", "<!--",
-                 "\\n#", ":", ". ", "--", "a:\\n"]
+                 "\\n#", ":", ". ", "--", "a:\\n", "{{"]
         for name, pattern in patterns:
             for prefix in prefixes:
                 for pump in pumps:
@@ -349,6 +350,16 @@ SUPPORT_PUMPS = (
         "1 234 ",
         "Table 2.1 ",
         "2021-03-",
+    ),
+    (  # working in LaTeX, rates per so many (activities/figures.py unlatex, units.py per_scales)
+        "\\frac{1}{",
+        "\\frac{",
+        "{,}",
+        "^{",
+        "\\left(\\dfrac{2{,}675}{1{,}960}\\right)^{\\frac{1}{4}} ",
+        "\\text{",
+        "per 1,000 ",
+        "per 1,000,",
     ),
 )
 
