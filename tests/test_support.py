@@ -330,9 +330,13 @@ def test_a_one_digit_figure_is_computed_only_from_figures_close_to_it():
     """A one-significant-digit figure is within a tenth of too much by chance: from what the sentence
     before it (or the question, or the statement itself) writes, not from anything the report said before."""
     (five,) = figures("5 million")
-    pool = [(18.0, False), (290_000.0, False)]
-    assert Derivations(pool).find(five, anchors={18.0, 290_000.0}).how == "18 × 290,000 = 5,220,000"
-    assert Derivations(pool).find(five, anchors={18.0, 290_000.0}, close={18.0}) is None
+    pool = [(7_000_000.0, False), (2_100_000.0, False)]
+    both = {7_000_000.0, 2_100_000.0}
+    assert Derivations(pool).find(five, anchors=both).how == "7,000,000 − 2,100,000 = 4,900,000"
+    assert Derivations(pool).find(five, anchors=both, close={7_000_000.0}) is None
+    # and never as the product of two figures, close or not: 18 m of depth × 290,000 homes is no £5 million
+    products = [(18.0, False), (290_000.0, False)]
+    assert Derivations(products).find(five, anchors={18.0, 290_000.0}) is None
 
 
 def test_smollm2s_live_turbine_report_computes_no_cost_from_depth_and_homes():
