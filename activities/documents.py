@@ -59,6 +59,43 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+RECALL_SECONDS = 5.0  # a page whose extraction took longer is not extracted a second time (its time limit)
+
+
+def merged_lines(main: str, extra: str) -> str:
+    """``main`` with each line of ``extra`` it lacks (spaces aside) set after
+    the last line the two share before it, in ``extra``'s order: one pass
+    over each. trafilatura's default extraction of a page can leave out a
+    list of its key figures (a press release's "Passengers carried:
+    5,418,900", a "Notes" block) that its recall-first extraction keeps,
+    and the recall-first one can leave out headings (a meeting's date) that
+    the default keeps; neither holds all of the page."""
+    lines = main.split("\n")
+    where: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        key = " ".join(line.split())
+        if key:
+            where.setdefault(key, i)
+    after: dict[int, list[str]] = {}
+    added: set[str] = set()  # a line twice in ``extra`` is kept once
+    at, gap = -1, False
+    for line in extra.split("\n"):
+        key = " ".join(line.split())
+        if key in where:
+            at = where[key]
+        elif key and key not in added:
+            added.add(key)
+            group = after.setdefault(at, [])
+            group += ["", line] if gap and group else [line]  # its blank lines too: a heading after a list
+        gap = not key
+    out = [*after.get(-1, []), ""] if -1 in after else []
+    for i, line in enumerate(lines):
+        out.append(line)
+        if i in after:
+            out += ["", *after[i]]
+    return "\n".join(out)
+
+
 def html_to_markdown(body: bytes, charset: str | None, url: str) -> tuple[str, str]:
     """Title and markdown of an HTML page (trafilatura; plain text if it finds
     no article). Its time grows faster than the page: run it in a child
@@ -66,14 +103,12 @@ def html_to_markdown(body: bytes, charset: str | None, url: str) -> tuple[str, s
     if not charset and (meta := _META_CHARSET.search(body[:4096])):
         charset = meta.group(1).decode("ascii")
     html = _decode(body, charset)
-    markdown = trafilatura.extract(
-        html,
-        output_format="markdown",
-        include_links=True,
-        include_tables=True,
-        with_metadata=False,
-        url=url,
-    ) or trafilatura.html2txt(html)
+    options = {"output_format": "markdown", "include_links": True, "include_tables": True, "with_metadata": False}
+    started = time.monotonic()
+    markdown = trafilatura.extract(html, url=url, **options)
+    if markdown and time.monotonic() - started < RECALL_SECONDS:  # what it left out, a recall-first one may keep
+        markdown = merged_lines(markdown, trafilatura.extract(html, url=url, favor_recall=True, **options) or "")
+    markdown = markdown or trafilatura.html2txt(html)
     metadata = trafilatura.extract_metadata(html, default_url=url)
     title = metadata.title if metadata and metadata.title else ""
     if not title:

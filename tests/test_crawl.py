@@ -75,6 +75,51 @@ async def test_article_body_becomes_markdown(pages, crawler, blobs):
         assert boilerplate not in markdown
 
 
+PRESS_RELEASE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<title>Marrow Air: record 2023 traffic</title></head><body>
+<nav><a href="/">Home</a> <a href="/news">News</a></nav>
+<h1>Marrow Air flies 3.1 million passengers in record 2023</h1>
+<p><strong>Press release, 15 January 2024</strong></p>
+<p>Marrow Air, the island's regional airline, today announced its traffic results for the year to 31 December 2023.</p>
+<ul>
+<li>Passengers carried: <strong>3,118,400</strong>, up 12 per cent on 2022 (2,784,300).</li>
+<li>Flights operated: 21,450 (2022: 19,870).</li>
+<li>On-time performance: 88 per cent of departures within 15 minutes of schedule.</li>
+</ul>
+<h2>Fleet</h2>
+<p>The airline operated 24 aircraft at the end of the year, with an average age of 6.2 years, and has four more on order.</p>
+<h2>Comment</h2>
+<p>The chief executive, Ilse Varga, said the airline had grown on every route it flies and expected another record in 2024.</p>
+<footer>All rights reserved. Cookie settings.</footer>
+</body></html>"""
+
+
+async def test_a_list_of_key_figures_and_the_headings_both_reach_the_markdown(pages, crawler, blobs):
+    """trafilatura's default extraction leaves out this press release's list
+    of figures, its recall-first one the headings of some pages: the page's
+    markdown holds both, each line once, in the page's order."""
+    pages.add("/release", PRESS_RELEASE)
+    result = await crawl(crawler, pages.url("/release"))
+    assert not result.error, result.content
+    markdown = await blobs.get(result.blob)
+    order = ["Press release, 15 January 2024", "3,118,400", "21,450", "88 per cent", "## Fleet", "24 aircraft"]
+    at = [markdown.find(text) for text in order]
+    assert -1 not in at and at == sorted(at), markdown
+    lines = [line for line in markdown.splitlines() if line.strip()]
+    assert len(lines) == len(set(lines)), markdown
+
+
+def test_lines_merged_keep_both_orders_and_each_line_once():
+    main = "# Minutes\n\n## Meeting of 20 January 2019\n\nIncome was £250,335.\n\n## Meeting of 15 February 2019\n\nIncome was £223,223."
+    extra = "Income was £250,335.\n\n- Landings: 87 t\n- Arrivals: 63\nIncome was  £223,223.\n\nNotes\nNotes"
+    assert documents.merged_lines(main, extra).split("\n") == [
+        "# Minutes", "", "## Meeting of 20 January 2019", "", "Income was £250,335.", "",
+        "- Landings: 87 t", "- Arrivals: 63", "", "## Meeting of 15 February 2019", "", "Income was £223,223.",
+        "", "Notes",
+    ]  # fmt: skip
+    assert documents.merged_lines("a\nb", "") == "a\nb"
+
+
 async def test_runs_as_activity_and_heartbeats(pages, crawler):
     pages.add("/zebras", article("Zebras", PARAGRAPHS))
     env = ActivityEnvironment()
