@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass
+from datetime import date
 
 from activities.figures import Figure
 from activities.units import CONVERSIONS, TEMPERATURES, named_conversions, per_scales
@@ -45,9 +46,11 @@ NAMED_OPS = {
 }
 RISING = (" grew", " grow", " rose", " rise", "increase", "growth", " up ", "higher", " gain")
 FALLING = (" fell", " fall", "decline", "decrease", " down ", "lower", " drop", "reduc")
+POINT_WORDS = (" pp", "point", "punkt", "punto", "ponto", "pt.", "pts")  # a difference of percentages, unsigned
 INDEX_WORDS = ("index", "= 100", "=100", "índice", "indice", "indizes")
 ROOT_WORDS = ("root", "factor", "wurzel", "racine", "raíz", "radice", "raiz")  # a growth factor named
 _PERCENT_OPS = frozenset({"share", "change", "rate", "fraction", "part"})
+DAY_OPS = frozenset({"days", "days-far"})  # days between two dates: one the statement's, or any two (3 digits)
 _POINT_OPS = frozenset({"sum%", "diff%"})
 
 
@@ -88,20 +91,23 @@ def _pairs(
             if a in (0.0, 1.0) or b in (0.0, 1.0):
                 continue  # 11.7 / 1 is 11.7 as stated, not arithmetic
             counted = _unit(a) or _unit(b)  # a count of two to ten multiplies or divides ("5 / 2", "× 4")
-            if i < j and not counted:
+            if i < j and not counted and not mixed:  # 83.9 % − 18 is no count of aircraft
                 points = "%" if pa and pb else ""  # percentages added or set apart: points
                 out += [
-                    (a + b, 2 + mixed, "sum" + points, (a, b)),
-                    (abs(a - b), 1 + mixed, "diff" + points, (max(a, b), min(a, b))),
+                    (a + b, 2, "sum" + points, (a, b)),
+                    (abs(a - b), 1, "diff" + points, (max(a, b), min(a, b))),
                 ]  # (4.4 + 4 beside "four times" is chance)
-                if yearly and not mixed:
+                if yearly:
                     out += [(abs(a - b) / n, 5, "yearly", (max(a, b), min(a, b), float(n))) for n in periods]
             if i < j:
                 out.append((a * b, 4 + mixed, "product", (a, b)))
+            if pa and not pb:  # so much per cent of a count: "83.9 % of 180 seats, about 151"
+                out.append((a * b / 100, 3, "of", (a, b)))
             r = a / b
             out.append((r, 3, "ratio", (a, b)))
-            if not percent:
-                if roots and r > 0 and a != b:  # the yearly growth factor its words name: "fifth root = 1.0393"
+            if not percent or mixed:  # a share or change of a count against a percentage: chance (15 / 79.2 %)
+                # the yearly growth factor its words name: "fifth root = 1.0393"
+                if roots and not mixed and r > 0 and a != b:
                     out += [(r ** (1 / n), 6, "root", (a, b, float(n))) for n in periods]
                 continue
             out += [(r * 100, 3, "share", (a, b)), (abs(r - 1) * 100, 3, "change", (a, b))]
@@ -175,6 +181,7 @@ def explain(op: str, uses: tuple[float, ...], value: float) -> str:
         "same": _n(value),
         "product": f"{_n(a)} × {_n(b)} = {_n(value)}",
         "ratio": f"{_n(a)} / {_n(b)} = {_n(value)}",
+        "of": f"{_n(a)} % × {_n(b)} = {_n(value)}",
         "share": f"{_n(a)} / {_n(b)} = {pct}",
         "change": f"({_n(a)} − {_n(b)}) / {_n(b)} = {_n((a - b) / b * 100 if b else value)} %",
         "fraction": f"{_n(a)} × 100 = {pct}",
@@ -184,6 +191,8 @@ def explain(op: str, uses: tuple[float, ...], value: float) -> str:
         "total": f"{' + '.join(_n(x) for x in uses)} = {_n(value)}",
         "mean": f"({' + '.join(_n(x) for x in uses)}) / {len(uses)} = {_n(value)}",
     }
+    if op in DAY_OPS:
+        return f"{date.fromordinal(int(a))} − {date.fromordinal(int(b))} = {value:.0f} days"
     if op == "rate":
         n = int(uses[2])
         return f"({_n(a)} / {_n(b)})^(1/{n}) − 1 = {_n(((a / b) ** (1 / n) - 1) * 100)} %"
@@ -230,6 +239,7 @@ class Derivations:
         roots = any(w in low for w in ROOT_WORDS)
         self.indexed = any(w in low for w in INDEX_WORDS)  # an index of a base year's 100: shares, unsigned
         self.named = {op for op, words in NAMED_OPS.items() if any(w in low for w in words)}  # what the words say
+        self.points = any(w in low for w in POINT_WORDS)  # "+0.2 pp": percentages set apart, written bare
         self.per = set(per_scales(low))  # "per 1,000 residents": a ratio counted in thousands
         self.rising = any(w in low for w in RISING) and not any(w in low for w in FALLING)
         self.falling = any(w in low for w in FALLING) and not any(w in low for w in RISING)
@@ -284,6 +294,11 @@ class Derivations:
                     for c in items[lo:hi]:
                         if c[2] == "same" and shift == 1.0:
                             continue  # a figure stated as it is: not derived
+                        if c[2] in DAY_OPS:
+                            if shift == 1.0 and (c[2] == "days" or figure.digits >= 3) and _fits(c[2], figure):
+                                if best is None or c[1] < best[0]:
+                                    best = (c[1], c, shift)
+                            continue  # days between dates: no figure's rules, no scale
                         operands = set(c[3][:2])
                         per = shift in self.per and c[2] == "ratio" and operands <= anchors  # "50 per 1,000"
                         if shift != 1.0 and c[2] != "same" and figure.digits < 3 and not per:
@@ -310,12 +325,15 @@ class Derivations:
                         own = all(u in self.own for u in c[3][:2])
                         rank = c[1] + (shift != 1.0) - (10 if own else 0) - (3 if c[2] in self.named else 0)
                         rank += self._against(c)
-                        if _fits(c[2], figure, self.indexed) and (best is None or rank < best[0]):
+                        bare_points = c[2] in _POINT_OPS and not figure.percent and not self.points
+                        if _fits(c[2], figure, self.indexed) and not bare_points and (best is None or rank < best[0]):
                             best = (rank, c, shift)
         if best is None:
             return None
         _, (value, _, op, uses), shift = best
         how = explain(op, uses, value) + (f" (× {_n(shift)})" if shift != 1.0 else "")
+        if op in DAY_OPS:
+            return Derivation(value, how, ())  # its dates are in ``how``, not figures of the material
         return Derivation(value * shift, how, uses[:2] if op in ("rate", "root") else uses)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from activities import reading
 from activities.arithmetic import MAX_POOL, Derivations, is_year, run_candidates
+from activities.dates import MAX_DATES, dates, names_days
 from activities.figures import Figure, figures, plain, word_factors
 from workflows.support_models import Basis
 
@@ -71,6 +72,8 @@ def derive(
     # what the report stated or derived before it (it may compute from its own earlier figures)
     pool = own + given + list(trusted) + _passage_pool(matched, set(reading.terms(f"{bare} {context}")), origin)
     runs = _runs(matched, listed, table, writing)
+    if names_days(bare, f"{context}\n{table}"):
+        runs.append(_days(f"{bare} {context}", matched))
     years = _years([*near, *mine, *question], matched)
     percent = any(f.percent for f in lacking)
     basis: list[Basis] = []
@@ -145,6 +148,26 @@ def _runs(matched: list, listed: list[float], table: str, writing: str | None) -
     if table:
         runs.append(sequences(table, figures(table, writing), writing))
     return runs
+
+
+def _days(spoken: str, matched: list) -> list:
+    """The days between two dates, when a statement counts days: between
+    one it writes or speaks of (``spoken``) and any other (op "days"), or
+    between two of its passages' (op "days-far", for three digits or more:
+    "154 days" between a plan's date and the opening's, as a page gives
+    both), sorted by value."""
+    near = dates(spoken)[:MAX_DATES]
+    far = list(dict.fromkeys(d for p in matched[:3] for d in dates(p.text) if d not in near))
+    every = [*near, *far][:MAX_DATES]
+    out = []
+    for i, a in enumerate(every):
+        for b in every[i + 1 :]:
+            if a != b:
+                op = "days" if a in near or b in near else "days-far"
+                late, early = max(a, b), min(a, b)
+                out.append((float((late - early).days), 1, op, (float(late.toordinal()), float(early.toordinal()))))
+    out.sort(key=lambda c: c[0])
+    return out
 
 
 def _years(found: list[Figure], matched: list) -> set[float]:

@@ -254,6 +254,7 @@ SCANNED = [
     "activities.expressions",
     "activities.number_words",
     "activities.units",
+    "activities.dates",
 ]
 
 
