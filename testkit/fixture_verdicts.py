@@ -14,6 +14,7 @@ from testkit.fixture_runs import Ran
 from workflows.fallback_report import fallback_report
 from workflows.reply_checks import NOTHING_USABLE
 from workflows.reporter import UNVERIFIED, verify_citations
+from workflows.statements import MARK
 
 FALLBACK_MARK = fallback_report("q", [], [], "x").split("\n\n")[1][:40]  # "> **Partial report:** the reporter failed"
 
@@ -40,10 +41,11 @@ def verdict(f: Fixture, ran: Ran, asked: int, served: int, web: str, weak: bool)
         return Outcome(f, ran, asked, served, "failed", f"run {result.status}")
     if f.role == "reporter":
         shipped = normal(text) in normal(result.final_report)
-        if weak:  # caught: none of its invented replies is the report as written
+        if weak:  # caught: none of its invented replies is the report as written, unmarked
             invented = [f.replies[n].replace("{web}", web) for n in f.invented or range(len(f.replies))]
             as_shipped = [normal(verify_citations(t, result.citations))[:2000] for t in invented]  # links checked
             kept = any(t and t in normal(result.final_report) for t in as_shipped)
+            kept = kept and MARK not in result.final_report  # a mark after its last statement leaves it a prefix
             return Outcome(f, ran, asked, served, "shipped" if kept else "caught", said(result, asked))
         if FALLBACK_MARK in result.final_report:
             return Outcome(f, ran, asked, served, "replaced", said(result, asked))

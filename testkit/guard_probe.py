@@ -89,6 +89,12 @@ async def probe(suite: Path, folders: list[Path], only: set[str]) -> list[Outcom
     return out
 
 
+def flagged(o: Outcome) -> list[str]:
+    """The statements of ``o``'s report its run found invented (a figure or
+    a name no source holds): in a faithful report, each a false accusation."""
+    return [s.text for s in (o.ran.result.statements if o.ran else []) if s.invented]
+
+
 def totals(outcomes: list[Outcome]) -> dict:
     faithful = [o for o in outcomes if o.fixture.label not in WEAK_LABELS]
     invented = [o for o in outcomes if o.fixture.label in WEAK_LABELS]
@@ -97,11 +103,14 @@ def totals(outcomes: list[Outcome]) -> dict:
             "as_written": sum(o.verdict == "as written" for o in faithful),
             "of": len(faithful),
             "not_as_written": {o.fixture.file: o.verdict for o in faithful if o.verdict != "as written"},
+            "with_a_statement_flagged": sum(bool(flagged(o)) for o in faithful),  # shipped, but one listed
+            "statements_flagged": sum(len(flagged(o)) for o in faithful),
         },
         "invented": {
             "caught": sum(o.verdict == "caught" for o in invented),
             "of": len(invented),
             "shipped": sorted(o.fixture.file for o in invented if o.verdict != "caught"),
+            "with_a_statement_flagged": sum(bool(flagged(o)) for o in invented),
         },
     }
 
@@ -118,7 +127,14 @@ def main() -> None:
     print(json.dumps(summary, indent=1, ensure_ascii=False))
     if args.json:
         rows = [
-            {"file": o.fixture.file, "label": o.fixture.label, "verdict": o.verdict, "why": o.why} for o in outcomes
+            {
+                "file": o.fixture.file,
+                "label": o.fixture.label,
+                "verdict": o.verdict,
+                "why": o.why,
+                "flagged": flagged(o),
+            }
+            for o in outcomes
         ]
         args.json.write_text(json.dumps({"totals": summary, "reports": rows}, indent=1, ensure_ascii=False) + "\n")
 
