@@ -309,6 +309,8 @@ class Derivations:
                             or not (operands <= self.own or (figure.digits >= 3 and operands <= anchors))
                         ):
                             continue  # so much a year, as written: from its own figures, or to 3 digits from anchors
+                        if c[2] == "of" and not operands <= self.own:
+                            continue  # "83.9 % of 180 seats, about 151": both named by the statement, else chance
                         if c[2] == "product" and figure.digits < 2 and not any(_unit(u) for u in operands):
                             continue  # "£5 million" as 1,960 × 2,675: two figures' product, to one digit, is chance
                         if figure.digits >= 2 and all(_digit(u) for u in operands) and not operands & self.own:
