@@ -5,7 +5,11 @@
 3. März 2021, 3 de marzo de 2021, 3 mars 2021, 3 marzo 2021 and 03.03.2021;
 month names in English, German, French, Spanish, Italian and Portuguese.
 Each pattern is linear (no nested or adjacent runs that can match the same
-characters), and a text is read up to ``MAX_TEXT`` characters.
+characters), and a text is read up to ``MAX_TEXT`` characters. Not
+dateparser's ``search_dates`` (installed with trafilatura): it takes a
+month or a year alone for a day ("in May and" is read as 30 May 2020,
+"2021" as 3 March 2021), days no page gives, that would make counts of
+days by chance.
 """
 
 from __future__ import annotations

@@ -83,5 +83,5 @@ def test_a_count_of_days_no_two_dates_give_is_not_derived(sentence: str):
 def test_two_far_dates_never_give_a_count_of_fewer_than_three_digits():
     """Two dates of the passages, neither the statement's: a count of days
     under 100 between some two of them is too likely by chance."""
-    support, _, _ = one("The works took 40 days in all.")  # 2020-11-09 to 2020-12-19: no, but 40 is chance-near
+    support, _, _ = one("The works took 40 days in all.")  # 2020-09-30 to 2020-11-09 is 40 days: two far dates
     assert support == "unsupported"
