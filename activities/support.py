@@ -32,6 +32,7 @@ the event loop.
 
 from __future__ import annotations
 
+from activities.contradiction import contradiction
 from activities.derivation import derive, shown
 from activities.expressions import shown_arithmetic
 from activities.figures import Figure, constants, convention, figures, hedged
@@ -95,7 +96,7 @@ def classify(
     lacking = [f for i, f in enumerate(figs) if not any(p.writes(f, hedge) for p in holders[i])]
     best = max(matched, key=lambda p: (sum(p.holds(f, hedge) for f in figs), overlap[id(p)]), default=None)
     if best is None or unknown:
-        return _unsupported(text, figs, unknown, material, hedge)
+        return _unsupported(text, sentence, matched, figs, unknown, material, hedge)
     held = sum(1 for f in figs if best.holds(f, hedge) and not _year(f))
     needed = STATED_WORDS_ONLY if not figs else STATED_WORDS if held < 2 else FIGURES_WORDS
     local = _local(sentence, best, figs, hedge, overlap[id(best)])  # its words where its figures stand
@@ -133,7 +134,7 @@ def classify(
         if derived is not None:
             basis, arithmetic = derived
             return Statement(text=text, support="derived", basis=basis, arithmetic=arithmetic)
-    return _unsupported(text, figs, unknown, material, hedge)
+    return _unsupported(text, sentence, matched, figs, unknown, material, hedge)
 
 
 def _unfound(sentence: Sentence, material: Material, hedge: bool) -> bool:
@@ -177,13 +178,28 @@ def _near(sentence: Sentence, matched: list[Passage]) -> float:
     return len(wanted & set().union(*(p.terms for p in matched))) / len(wanted) if wanted and matched else 0.0
 
 
-def _unsupported(text: str, figs: list[Figure], unknown: list[str], material: Material, hedge: bool) -> Statement:
-    """Unsupported; invented when one of its figures ``figs`` (not derived)
-    is found nowhere in the material's figures (a number only spelled out
-    somewhere, "thirty countries", does not clear "£30m"), or it carries a
-    name the material never uses."""
+def _unsupported(
+    text: str,
+    sentence: Sentence,
+    matched: list[Passage],
+    figs: list[Figure],
+    unknown: list[str],
+    material: Material,
+    hedge: bool,
+) -> Statement:
+    """Unsupported; invented when one of its figures (not derived, not the
+    question's) is found nowhere in the material's figures (a number only
+    spelled out somewhere, "thirty countries", does not clear "£30m"), or it
+    carries a name the material never uses; and when a passage saying the
+    same thing gives a figure a little apart from its own, that passage and
+    figure (``activities/contradiction.py``)."""
     invented = bool(unknown) or any(not material.anywhere(f, hedge) for f in figs)
-    return Statement(text=text, support="unsupported", invented=invented)
+    found = contradiction(sentence, figs, matched, material, hedge) if invented else None
+    if found is None:
+        return Statement(text=text, support="unsupported", invented=invented)
+    return Statement(
+        text=text, support="unsupported", invented=True, url=found.url, passage=found.passage, contradicts=found.given
+    )
 
 
 def _prose(report: str) -> str:

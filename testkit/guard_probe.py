@@ -95,6 +95,12 @@ def flagged(o: Outcome) -> list[str]:
     return [s.text for s in (o.ran.result.statements if o.ran else []) if s.invented]
 
 
+def contradicted(o: Outcome) -> list[str]:
+    """The statements of ``o``'s report its run found contradicted (a near
+    miss of a figure its source gives): marked in any report."""
+    return [s.text for s in (o.ran.result.statements if o.ran else []) if s.contradicts]
+
+
 def totals(outcomes: list[Outcome]) -> dict:
     faithful = [o for o in outcomes if o.fixture.label not in WEAK_LABELS]
     invented = [o for o in outcomes if o.fixture.label in WEAK_LABELS]
@@ -105,12 +111,14 @@ def totals(outcomes: list[Outcome]) -> dict:
             "not_as_written": {o.fixture.file: o.verdict for o in faithful if o.verdict != "as written"},
             "with_a_statement_flagged": sum(bool(flagged(o)) for o in faithful),  # shipped, but one listed
             "statements_flagged": sum(len(flagged(o)) for o in faithful),
+            "with_a_statement_contradicted": sum(bool(contradicted(o)) for o in faithful),  # marked: must be 0
         },
         "invented": {
             "caught": sum(o.verdict == "caught" for o in invented),
             "of": len(invented),
             "shipped": sorted(o.fixture.file for o in invented if o.verdict != "caught"),
             "with_a_statement_flagged": sum(bool(flagged(o)) for o in invented),
+            "with_a_statement_contradicted": sum(bool(contradicted(o)) for o in invented),
         },
     }
 
@@ -133,6 +141,7 @@ def main() -> None:
                 "verdict": o.verdict,
                 "why": o.why,
                 "flagged": flagged(o),
+                "contradicted": contradicted(o),
             }
             for o in outcomes
         ]

@@ -10,7 +10,9 @@ styles, must ship as written; every small model's fiction must not.
 The other invented kinds (a frontier model's hallucination, invention
 padded among copied sentences, figures swapped between things, a false
 "not given") are measured, not asserted: the word-and-figure check catches
-some of them (docs/eval.md, "Held-out suites").
+some of them (docs/eval.md, "Held-out suites"). Asserted of them: one
+whose run finds a statement its sources contradict (a near miss of a
+figure they give) is never shipped as written.
 
     RECORD_GUARD_RATES=1 .venv/bin/python -m pytest -n 0 tests/test_heldout_probe.py
 writes the rates to bench/results/guards-heldout.json.
@@ -25,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from testkit.fixture_verdicts import Outcome
-from testkit.guard_probe import WEAK_LABELS, probe, totals
+from testkit.guard_probe import WEAK_LABELS, contradicted, probe, totals
 
 pytestmark = [pytest.mark.xdist_group("heldout"), pytest.mark.timeout(1500)]
 
@@ -50,6 +52,7 @@ def entries() -> list[tuple[str, str, dict]]:
 
 
 FAITHFUL = [(s, f) for s, f, e in entries() if e.get("label", "faithful") not in WEAK_LABELS]
+INVENTED = [(s, f) for s, f, e in entries() if e.get("label") in WEAK_LABELS]
 FICTION = [(s, f) for s, f, e in entries() if e.get("label") in WEAK_LABELS and e.get("variant") in SMALL_MODEL]
 
 
@@ -77,3 +80,10 @@ async def test_a_faithful_heldout_report_ships_as_written(outcomes, suite: str, 
 async def test_a_small_models_heldout_fiction_is_not_shipped_as_written(outcomes, suite: str, report: str):
     outcome = outcomes[(suite, report)]
     assert outcome.verdict == "caught", (outcome.verdict, outcome.why)
+
+
+async def test_an_invented_heldout_report_its_sources_contradict_is_not_shipped_as_written(outcomes):
+    found = {key: o for key, o in outcomes.items() if key in INVENTED and contradicted(o)}
+    assert found, "no invented report had a statement found contradicted"
+    shipped = {key: (o.verdict, contradicted(o)) for key, o in found.items() if o.verdict != "caught"}
+    assert not shipped, shipped

@@ -76,6 +76,9 @@ async def write_report(box: Box, partial: str = "") -> str:
         state.statements = reply.statements
         if statements.invented_too_much(reply.support, workflow.patched(statements.MANY_PATCH)):  # kept, not silently
             report = statements.marked(report, reply.statements)
+        elif statements.contradicted(reply.statements) and workflow.patched(statements.CONTRADICTED_PATCH):
+            box.warn(statements.contradicted_warning(reply.statements))
+            report = statements.marked(report, statements.contradicted(reply.statements))
     if state.recheck:  # re-checked: the workflow writes what changed, from its own comparison
         report = with_changes(without_changes(report), changes_section(state.recheck))
     elif state.prior and not has_changes_section(report):

@@ -33,6 +33,11 @@ never a reason. So:
   reporter's failure, as fiction is. None of the 33 strong fixtures
   states nothing.
 
+Whatever the share of invention, a statement whose figure a passage
+saying the same thing gives otherwise (a near miss, ``contradicted``: "224
+patients" where the trial's abstract gives 212) is marked, with a warning,
+and listed first in the note with the figure its source gives.
+
 Every report that was judged ends with a short note on how its statements
 are supported (``support_note``). Pure functions beside the two calls.
 """
@@ -62,6 +67,7 @@ MANY_PATCH = "re-ask-reports-with-many-invented-statements"  # recorded runs jud
 MANY_INVENTED = 7  # or at least this many invented statements
 MANY_LIMIT = 0.15  # that are at least this share of them (a long copied report with invention beside it)
 LISTED = 8  # unsupported statements named in a re-ask or a note
+CONTRADICTED_PATCH = "mark-statements-their-sources-contradict"  # recorded runs marked them only among much invention
 MARK = " *(not found in the sources)*"
 NOTE_HEADING = "## How the statements are supported"
 ASK_AGAIN = (
@@ -169,6 +175,23 @@ def marked(report: str, statements: list[Statement]) -> str:
     return report
 
 
+def contradicted(statements: list[Statement]) -> list[Statement]:
+    """The statements whose figure a passage saying the same thing gives
+    otherwise (a near miss: "224 patients" where the source gives 212,
+    ``activities/contradiction.py``): marked in any report, for a reader
+    must not take them as research, however faithful the rest."""
+    return [s for s in statements if s.support == "unsupported" and s.contradicts]
+
+
+def contradicted_warning(statements: list[Statement]) -> str:
+    found = contradicted(statements)
+    one = found[0]
+    return (
+        f"{len(found)} statement(s) of the report give a figure its sources give otherwise (e.g. "
+        f"“{_short(one.text, 80)}”: a source gives {one.contradicts}): they are marked in the report"
+    )
+
+
 def support_note(counts: SupportCounts | None, statements: list[Statement]) -> str:
     """The report's closing note: how many statements are stated, derived,
     say what the sources lack, or were not found in them (each listed)."""
@@ -182,12 +205,20 @@ def support_note(counts: SupportCounts | None, statements: list[Statement]) -> s
     ]
     total = counts.stated + counts.derived + counts.absent + counts.unsupported
     text = f"\n\n{NOTE_HEADING}\n\nOf the report's {total} statements: {'; '.join(parts)}."
-    missing = [s.text for s in statements if s.support == "unsupported"]
+    missing = sorted((s for s in statements if s.support == "unsupported"), key=lambda s: not s.contradicts)
     if missing:
-        text += "\n\nNot found in the sources:\n" + "\n".join(f"- “{_short(t)}”" for t in missing[:LISTED])
+        text += "\n\nNot found in the sources:\n" + "\n".join(f"- {_item(s)}" for s in missing[:LISTED])
         if len(missing) > LISTED:
             text += f"\n- … and {len(missing) - LISTED} more"
     return text + "\n"
+
+
+def _item(s: Statement) -> str:
+    """An unsupported statement as the note lists it; with the figure a
+    source gives instead, and that source, where one does."""
+    if not s.contradicts:
+        return f"“{_short(s.text)}”"
+    return f"“{_short(s.text)}” (a source gives {s.contradicts}{': ' + s.url if s.url else ''})"
 
 
 def _short(text: str, size: int = 200) -> str:

@@ -38,6 +38,8 @@ class Statement(Model):
     arithmetic: str | None = None
     # unsupported, and carrying a figure or a name the material lacks: invention
     invented: bool = False
+    # invented, where a passage saying the same thing (``url``, ``passage``) gives this figure instead
+    contradicts: str | None = None
 
 
 class SupportCounts(Model):

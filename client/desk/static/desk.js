@@ -319,6 +319,9 @@ const WORST = ["unsupported", "absent", "derived", "stated"];
 function explain(s) {
   let text = `${SUPPORT[s.support] || s.support}: “${s.plain}”`;
   if (s.support === "stated" && s.passage) text += `\n  ${s.url || "the findings"}: ${s.passage}`;
+  if (s.support === "unsupported" && s.contradicts) {
+    text += `\n  a source gives ${s.contradicts} instead: ${s.url || "the findings"}: ${s.passage || ""}`;
+  }
   if (s.support === "derived") {
     text += `\n  ${s.arithmetic}`;
     for (const b of s.from || []) text += `\n  ${b.figure}: ${b.url || "the findings"}`;
