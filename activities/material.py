@@ -124,6 +124,7 @@ class Passage:
     _units: list[tuple[set[str], list[Figure]]] | None = None
     _language: str | None = ""
     _cjk: bool | None = None
+    attached: list | None = None  # its units with the periods their figures are tied to (``activities/attachment.py``)
 
     def __post_init__(self) -> None:
         self.values = sorted(v for f in self.figures + self.spelled for v in f.values)

@@ -32,7 +32,8 @@ the event loop.
 
 from __future__ import annotations
 
-from activities.contradiction import contradiction
+from activities.attachment import misattached, refuted_absence
+from activities.contradiction import Contradiction, contradiction
 from activities.derivation import derive, shown
 from activities.expressions import shown_arithmetic
 from activities.figures import Figure, constants, convention, figures, hedged
@@ -47,7 +48,7 @@ from activities.material import (
     words_of,
 )
 from activities.statement_text import Sentence, lacks, person_names, statements_of
-from workflows.support_models import Basis, Statement, SupportCounts
+from workflows.support_models import Basis, Statement, SupportClass, SupportCounts
 
 STATED_WORDS = 0.4  # words of a statement with figures a passage must share
 STATED_WORDS_ONLY = 0.5  # without figures
@@ -82,7 +83,8 @@ def classify(
     text = " ".join(sentence.text.split())
     hedge = hedged(sentence.bare)
     if lacks(sentence.bare) and not _unfound(sentence, material, hedge):
-        return Statement(text=text, support="absent")
+        found = refuted_absence(sentence, material.matching(sentence), material)
+        return Statement(text=text, support="absent") if found is None else _contradicted(text, found, False, "absent")
     # in another language, a word the material lacks is a translation, not a name
     # in another language, a word the material lacks is a translation, not a name ("Mouette", "Linlan"); over
     # material it translates in part, a common word is known (``Material.known``)
@@ -107,6 +109,9 @@ def classify(
         and (len(words_of(sentence.bare)) <= 2 or (local >= FIGURES_WORDS and _near(sentence, matched) >= NEAR_WORDS))
     )
     if not lacking and words and (figs or sentence.names or not cross):
+        found = misattached(sentence, matched, material, hedge)
+        if found is not None:  # its figure is another period's
+            return _contradicted(text, found, False)
         return Statement(text=text, support="stated", url=best.url, passage=shown(best))
     # not stated: a figure its passages spell out only ("eleven farmers", 11) may still be computed
     lacking += [
@@ -192,13 +197,30 @@ def _unsupported(
     spelled out somewhere, "thirty countries", does not clear "£30m"), or it
     carries a name the material never uses; and when a passage saying the
     same thing gives a figure a little apart from its own, that passage and
-    figure (``activities/contradiction.py``)."""
+    figure (``activities/contradiction.py``); when none is, and a figure of
+    it is another period's, the passage giving the period's
+    (``activities/attachment.py``)."""
     invented = bool(unknown) or any(not material.anywhere(f, hedge) for f in figs)
-    found = contradiction(sentence, figs, matched, material, hedge) if invented else None
+    if not invented:  # each of its figures is in the material: perhaps given for another period
+        found = misattached(sentence, matched, material, hedge)
+        return Statement(text=text, support="unsupported") if found is None else _contradicted(text, found, False)
+    found = contradiction(sentence, figs, matched, material, hedge)
     if found is None:
-        return Statement(text=text, support="unsupported", invented=invented)
+        return Statement(text=text, support="unsupported", invented=True)
+    return _contradicted(text, found, True)
+
+
+def _contradicted(text: str, found: Contradiction, invented: bool, support: SupportClass = "unsupported") -> Statement:
+    """With the passage that says otherwise: unsupported, a near miss of its
+    figure (invented) or its figure another period's (not invented: it is
+    in the material); absent, what it says is lacking, that a page gives."""
     return Statement(
-        text=text, support="unsupported", invented=True, url=found.url, passage=found.passage, contradicts=found.given
+        text=text,
+        support=support,
+        invented=invented,
+        url=found.url,
+        passage=found.passage,
+        contradicts=found.given,
     )
 
 

@@ -14,7 +14,7 @@ from testkit.fixture_runs import Ran
 from workflows.fallback_report import fallback_report
 from workflows.reply_checks import NOTHING_USABLE
 from workflows.reporter import UNVERIFIED, verify_citations
-from workflows.statements import MARK
+from workflows.statements import MARK, OTHERWISE_MARK
 
 FALLBACK_MARK = fallback_report("q", [], [], "x").split("\n\n")[1][:40]  # "> **Partial report:** the reporter failed"
 
@@ -45,7 +45,8 @@ def verdict(f: Fixture, ran: Ran, asked: int, served: int, web: str, weak: bool)
             invented = [f.replies[n].replace("{web}", web) for n in f.invented or range(len(f.replies))]
             as_shipped = [normal(verify_citations(t, result.citations))[:2000] for t in invented]  # links checked
             kept = any(t and t in normal(result.final_report) for t in as_shipped)
-            kept = kept and MARK not in result.final_report  # a mark after its last statement leaves it a prefix
+            marks = (MARK, OTHERWISE_MARK)  # a mark after its last statement leaves it a prefix
+            kept = kept and not any(m in result.final_report for m in marks)
             return Outcome(f, ran, asked, served, "shipped" if kept else "caught", said(result, asked))
         if FALLBACK_MARK in result.final_report:
             return Outcome(f, ran, asked, served, "replaced", said(result, asked))

@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.xdist_group("heldout"), pytest.mark.timeout(1500)]
 ROOT = Path(__file__).resolve().parent.parent
 HELDOUT = ROOT / "tests" / "fixtures" / "heldout"
 RATES = ROOT / "bench" / "results" / "guards-heldout.json"
-SETS = {"suite-1": ("A", "B", "C", "D"), "suite-2": ("E", "F")}
+SETS = {"suite-1": ("A", "B", "C", "D"), "suite-2": ("E", "F"), "suite-3": ("G",)}
 SMALL_MODEL = ("fiction", "tiny-model")  # the invented kinds a small model writes: never shipped
 
 

@@ -69,6 +69,9 @@ MANY_LIMIT = 0.15  # that are at least this share of them (a long copied report 
 LISTED = 8  # unsupported statements named in a re-ask or a note
 CONTRADICTED_PATCH = "mark-statements-their-sources-contradict"  # recorded runs marked them only among much invention
 MARK = " *(not found in the sources)*"
+# A statement whose every figure a source holds, but gives for another year or status, or that says a
+# source lacks what one gives (``activities/attachment.py``): not "not found", said otherwise.
+OTHERWISE_MARK = " *(a source says otherwise)*"
 NOTE_HEADING = "## How the statements are supported"
 ASK_AGAIN = (
     "Your report above states things that the findings and evidence do not say: figures or names that appear "
@@ -166,28 +169,37 @@ def mostly_unsupported(counts: SupportCounts | None) -> bool:
 
 
 def marked(report: str, statements: list[Statement]) -> str:
-    """``report`` with each unsupported statement followed by ``MARK`` (the
+    """``report`` with each unsupported statement followed by ``MARK``, and
+    each a source contradicts but does not lack by ``OTHERWISE_MARK`` (the
     first place its text stands as written; one that does not stand so is
     left, and still listed in the note)."""
     for s in statements:
-        if s.support == "unsupported" and s.text in report and s.text + MARK not in report:
-            report = report.replace(s.text, s.text + MARK, 1)
+        mark = OTHERWISE_MARK if s.contradicts and not s.invented else MARK
+        if (s.support == "unsupported" or s.contradicts) and s.text in report and s.text + mark not in report:
+            report = report.replace(s.text, s.text + mark, 1)
     return report
 
 
 def contradicted(statements: list[Statement]) -> list[Statement]:
-    """The statements whose figure a passage saying the same thing gives
-    otherwise (a near miss: "224 patients" where the source gives 212,
-    ``activities/contradiction.py``): marked in any report, for a reader
-    must not take them as research, however faithful the rest."""
-    return [s for s in statements if s.support == "unsupported" and s.contradicts]
+    """The statements a passage saying the same thing contradicts: a near
+    miss of its figure ("224 patients" where the source gives 212,
+    ``activities/contradiction.py``), its figure another year's or status's,
+    or "not given" for what a page gives (``activities/attachment.py``):
+    marked in any report, for a reader must not take them as research,
+    however faithful the rest."""
+    return [s for s in statements if s.support in ("unsupported", "absent") and s.contradicts]
 
 
 def contradicted_warning(statements: list[Statement]) -> str:
     found = contradicted(statements)
     one = found[0]
+    what = (
+        "give a figure its sources give otherwise"
+        if all(s.invented for s in found)
+        else "say what its sources say otherwise"
+    )
     return (
-        f"{len(found)} statement(s) of the report give a figure its sources give otherwise (e.g. "
+        f"{len(found)} statement(s) of the report {what} (e.g. "
         f"“{_short(one.text, 80)}”: a source gives {one.contradicts}): they are marked in the report"
     )
 
@@ -205,9 +217,16 @@ def support_note(counts: SupportCounts | None, statements: list[Statement]) -> s
     ]
     total = counts.stated + counts.derived + counts.absent + counts.unsupported
     text = f"\n\n{NOTE_HEADING}\n\nOf the report's {total} statements: {'; '.join(parts)}."
-    missing = sorted((s for s in statements if s.support == "unsupported"), key=lambda s: not s.contradicts)
+    missing = sorted(
+        (s for s in statements if s.support == "unsupported" or s.contradicts), key=lambda s: not s.contradicts
+    )
     if missing:
-        text += "\n\nNot found in the sources:\n" + "\n".join(f"- {_item(s)}" for s in missing[:LISTED])
+        heading = (
+            "Not found in the sources"
+            if all(s.invented or not s.contradicts for s in missing)
+            else ("Not found in the sources, or given otherwise by them")
+        )
+        text += f"\n\n{heading}:\n" + "\n".join(f"- {_item(s)}" for s in missing[:LISTED])
         if len(missing) > LISTED:
             text += f"\n- … and {len(missing) - LISTED} more"
     return text + "\n"

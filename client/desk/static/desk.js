@@ -319,8 +319,10 @@ const WORST = ["unsupported", "absent", "derived", "stated"];
 function explain(s) {
   let text = `${SUPPORT[s.support] || s.support}: “${s.plain}”`;
   if (s.support === "stated" && s.passage) text += `\n  ${s.url || "the findings"}: ${s.passage}`;
-  if (s.support === "unsupported" && s.contradicts) {
-    text += `\n  a source gives ${s.contradicts} instead: ${s.url || "the findings"}: ${s.passage || ""}`;
+  if (s.contradicts) {
+    // a near miss, a figure of another year or status, or "not given" for what a page gives
+    const instead = s.support === "absent" ? "" : " instead";
+    text += `\n  a source gives ${s.contradicts}${instead}: ${s.url || "the findings"}: ${s.passage || ""}`;
   }
   if (s.support === "derived") {
     text += `\n  ${s.arithmetic}`;
