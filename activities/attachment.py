@@ -53,7 +53,7 @@ import re
 from activities import reading
 from activities.contradiction import Contradiction
 from activities.figures import Figure, placed_figures, plain
-from activities.material import STEM, Material, Passage, _read, spans, stems, words_of
+from activities.material import _WORD, STEM, Material, Passage, _read, spans, stems, words_of
 from activities.statement_text import Sentence, lacks, sentences
 
 SAME_WORDS = 0.5  # of the statement's words, the unit tying another figure to its period holds
@@ -77,7 +77,6 @@ _LACK_WORDS = words_of(
 
 Tie = tuple[set[Period], set[str]]  # the periods and the status ("final", "provisional") a figure is given for
 Unit = tuple[str, set[Period], list[tuple[Figure, Tie]], set[str]]  # text, periods it names, figures, stems
-_WORD = re.compile(r"[^\W\d_]+")
 _TOKEN = re.compile(r"\S+")
 STATUS_WORDS = 5  # a status word this many words from a figure of a sentence speaks of it
 # Words calling a figure provisional or final (their beginnings), in the languages of the suites' pages.
@@ -212,10 +211,11 @@ def misattached(sentence: Sentence, matched: list[Passage], material: Material, 
         if len(mine[side]) != 1:
             continue
         places = _places(figure, material, hedge) if places is None else places
-        tied = [tie[side] for tie in places or [] if tie[side]]
+        places = places or []
+        tied = [tie[side] for tie in places if tie[side]]
         if not tied or any(_agree(side, mine[side], there) for there in tied):
             continue  # the material ties it to the statement's own, or to nothing
-        if side == 0 and len(tied) < len(places or []):
+        if side == 0 and len(tied) < len(places):
             continue  # a place names no period for it, or several: it may be the statement's
         found = _other(sentence, figure, mine, side, matched, hedge)
         if found is not None:
