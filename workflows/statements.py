@@ -60,6 +60,8 @@ MAX_SUPPORT_PAGES = 40  # of the pages the run read, those a report's statements
 NOTHING_PATCH = "re-ask-reports-stating-nothing"  # recorded runs shipped a report that stated nothing
 ABSENT_PATCH = "re-ask-reports-only-saying-what-is-not-given"  # recorded runs shipped them
 MOSTLY_PATCH = "re-ask-mostly-unsupported-reports"  # recorded runs shipped a first report mostly unsupported
+UNFOUND_PATCH = "re-ask-reports-mostly-found-in-no-source"  # recorded runs shipped one that invented nothing
+MIN_UNFOUND = 3  # judged statements at least, for a report inventing nothing to be judged mostly unfound
 PATCH = "trace-statements"  # recorded runs judged reports by the share of statements held (re-ask-unsupported-reports)
 INVENTED_LIMIT = 0.25  # a report with at least this share of its statements invented is asked for again
 MIN_INVENTED = 2  # and at least this many
@@ -78,6 +80,14 @@ ASK_AGAIN = (
     "nowhere in them. These statements, for example:\n{listed}\n\nWrite the report again using only the findings "
     "and evidence: keep what they state, compute from their figures where useful (show the arithmetic), say "
     "plainly what they do not give, and cite their pages. Add nothing they do not say."
+)
+
+UNFOUND_AGAIN = (
+    "Most statements of your report above are found nowhere in the findings and evidence, though their words "
+    "and names are the findings'. These statements, for example:\n{listed}\n\nWrite the report again using only "
+    "what the findings and evidence say: keep what they state, with its figures, names and dates, compute from "
+    "their figures where useful (show the arithmetic), say plainly what they do not give, and cite their pages. "
+    "Add nothing they do not say."
 )
 
 STATE_IT = (
@@ -159,6 +169,19 @@ def mostly_invention(counts: SupportCounts | None) -> bool:
     as judged while a list's numbers still counted as figures: one
     statement stated of three, a "1 %" found nowhere."""
     return counts is not None and counts.invented > 0 and counts.judged > 0 and mostly_unsupported(counts)
+
+
+def mostly_unfound(counts: SupportCounts | None) -> bool:
+    """Whether a first report that invents nothing is still mostly found in
+    no source: more than half of its judged statements (``MIN_UNFOUND`` at
+    least) unsupported. SmolLM2 at ``d90c946``, fiction in the material's
+    own words, shipped unmarked: olvane-founder, 5 of 7 ("launched a new
+    product in January 2019 and is now focused on sea salt monitoring");
+    olvane-revenue-2012, 3 of 4 ("sold to a Chinese company called Chengbo
+    Marine Instruments"). Asked again; still so, the findings are the
+    report (``mostly_unsupported``). Of the 122 faithful held-out reports
+    and the strong fixtures, none is."""
+    return counts is not None and counts.judged >= MIN_UNFOUND and mostly_unsupported(counts)
 
 
 def mostly_unsupported(counts: SupportCounts | None) -> bool:
@@ -278,27 +301,45 @@ async def traced_report(box: Box, request: ModelRequest, reply: ModelReply, find
             reply = again  # an honest "not given" twice, naming what the research found, ships
     many = workflow.patched(MANY_PATCH)
     if reply is first:
-        if not invented_too_much(first.support, many) and not (
-            mostly_invention(first.support) and workflow.patched(MOSTLY_PATCH)
-        ):
-            return first
         counts = first.support
-        assert counts is not None
-        box.emit(
-            "notice",
-            f"the report states {counts.invented} of {counts.judged} statements with figures or names its "
-            "sources do not hold: asking the reporter again",
-        )
-        nudge = ASK_AGAIN.format(listed=_listed(first))
-        again = await ask_again(box, request, nudge, "reporter · asked again (invented statements)")
-        second = None if is_echo(again) or not again.content.strip() else again
-        # the better of the two; a second that states too little to tell is no better
-        reply = first if second is None or _invented(second) > _invented(first) else second
+        invented = invented_too_much(counts, many) or (mostly_invention(counts) and workflow.patched(MOSTLY_PATCH))
+        unfound = not invented and mostly_unfound(counts) and workflow.patched(UNFOUND_PATCH)
+        if not invented and not unfound:
+            return first
+        reply = await _asked_again(box, request, first, unfound)
     if mostly_unsupported(reply.support):  # asked again (above, or for the findings): still fiction
         raise ReporterUnsupported()
     if invented_too_much(reply.support, many):
         box.warn("the reporter twice wrote statements its sources do not hold: they are marked in the report")
     return reply
+
+
+async def _asked_again(box: Box, request: ModelRequest, first: ModelReply, unfound: bool) -> ModelReply:
+    """The better of ``first`` and the reporter's reply when asked again,
+    told which statements its sources do not hold: for invention
+    (``unfound`` False: the one with the smaller invented share) or for
+    statements found in no source though nothing is invented (the one with
+    the smaller unsupported share)."""
+    counts = first.support
+    assert counts is not None
+    if unfound:
+        what = f"{counts.unsupported} of {counts.judged} statements found in none of its sources"
+        nudge, label = UNFOUND_AGAIN.format(listed=_listed(first)), "reporter · asked again (found in no source)"
+    else:
+        what = f"{counts.invented} of {counts.judged} statements with figures or names its sources do not hold"
+        nudge, label = ASK_AGAIN.format(listed=_listed(first)), "reporter · asked again (invented statements)"
+    box.emit("notice", f"the report states {what}: asking the reporter again")
+    again = await ask_again(box, request, nudge, label)
+    second = None if is_echo(again) or not again.content.strip() else again
+    worse = _unsupported if unfound else _invented  # a second that states too little to tell is no better
+    return first if second is None or worse(second) > worse(first) else second
+
+
+def _unsupported(reply: ModelReply) -> float:
+    """A reply's unsupported share; one that states too little to judge
+    counts as wholly unsupported."""
+    counts = reply.support
+    return counts.unsupported / counts.judged if counts and counts.judged else 1.0
 
 
 def _invented(reply: ModelReply) -> float:
