@@ -10,7 +10,7 @@ import pytest
 from activities.statement_text import specifics
 from activities.support import support_of
 from workflows.models import ModelReply
-from workflows.statements import invented_too_much, mostly_invention, only_absent, states_nothing
+from workflows.statements import invented_too_much, mostly_invention, mostly_unfound, only_absent, states_nothing
 from workflows.support_models import SupportCounts
 
 
@@ -20,6 +20,19 @@ def test_mostly_invention_needs_a_statement_found_nowhere_and_most_unsupported()
     assert not mostly_invention(SupportCounts(stated=2, unsupported=2, invented=2))  # half: not most
     assert not mostly_invention(SupportCounts(stated=1, derived=1, absent=3, unsupported=1, invented=1))
     assert not mostly_invention(None)
+
+
+def test_mostly_unfound_is_most_of_three_statements_or_more_found_in_no_source_with_nothing_invented():
+    """SmolLM2's fiction in the material's words at d90c946 (olvane-founder 5 of 7 unsupported,
+    olvane-revenue-2012 3 of 4) is caught; the faithful held-out report with the most statements
+    unsupported (suite 1's marbesa-poniente-terminal, concise: 5 of 11) and a short answer are not."""
+    assert mostly_unfound(SupportCounts(stated=2, unsupported=5)) and mostly_unfound(
+        SupportCounts(stated=1, unsupported=3)
+    )
+    assert not mostly_unfound(SupportCounts(stated=6, unsupported=5))
+    assert not mostly_unfound(SupportCounts(stated=2, unsupported=2, absent=3))  # half: not most
+    assert not mostly_unfound(SupportCounts(unsupported=2))  # two statements: too few to judge so
+    assert not mostly_unfound(SupportCounts(absent=4)) and not mostly_unfound(None)
 
 
 FINDINGS = ["- The keeper, Ada Brisk, logged 4417 ships in 1911, said the Kelder Quay Registry."]

@@ -157,6 +157,14 @@ MOSTLY = (
     "Ada Brisk logged 4417 ships in 1911, says the Kelder Quay Registry. In 1911 the quay lost 4417 of its boats "
     "to a storm. Since 1987, 1% of the ships have sunk each winter.\n"
 )
+# SmolLM2's olvane-founder kind (at d90c946): fiction in the findings' own words, no figure or name they
+# lack, two of three statements found in no source; it shipped unmarked, each listed in the note
+UNFOUND = (
+    "Ada Brisk logged 4417 ships in 1911, says the Kelder Quay Registry. "
+    "The keeper later bought the quay from the Registry and opened a hotel there. "
+    "The keeper launched a new boat in January and is now focused on sea salt monitoring. "
+    "The Registry was sold to a company in the south after the keeper left.\n"
+)
 FAITHFUL = "Ada Brisk logged 4417 ships in 1911, says the Kelder Quay Registry."
 
 
@@ -169,8 +177,9 @@ FAITHFUL = "Ada Brisk logged 4417 ships in 1911, says the Kelder Quay Registry."
         # SmolLM2's kittiwake-decline kind: one statement of three invented (under the invented share), but two
         # of three unsupported, as would fail a report asked for again (before, it shipped with a note)
         (MOSTLY, "report_mostly_invented", "Since 1987, 1% of the ships", "each winter"),
+        (UNFOUND, "report_mostly_unfound", "The keeper later bought the quay", "opened a hotel"),
     ],
-    ids=["states-nothing", "mostly-unsupported"],
+    ids=["states-nothing", "mostly-unsupported", "mostly-unfound"],
 )
 async def test_a_report_that_states_nothing_or_mostly_invention_is_asked_again_and_twice_is_the_reporters_failure(
     temporal_client, task_queue, worker, llm, script, report, history, said, left_out
@@ -188,7 +197,9 @@ async def test_a_report_that_states_nothing_or_mostly_invention_is_asked_again_a
     assert result.warnings and "the reporter failed" in result.warnings[0]
 
 
-@pytest.mark.parametrize("first", [NOTHING, MOSTLY], ids=["states-nothing", "mostly-unsupported"])
+@pytest.mark.parametrize(
+    "first", [NOTHING, MOSTLY, UNFOUND], ids=["states-nothing", "mostly-unsupported", "mostly-unfound"]
+)
 async def test_a_first_report_asked_again_then_a_faithful_one_ships_the_second(
     temporal_client, task_queue, worker, llm, script, first
 ):
