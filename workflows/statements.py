@@ -9,7 +9,8 @@ never a reason. So:
 
 - a report with fewer than ``INVENTED_LIMIT`` of its judged statements
   invented (and fewer than ``MANY_INVENTED``) ships as written, unless more than half of them are unsupported
-  with one invented (``mostly_invention``: it would fail if asked again);
+  with one invented (``mostly_invention``: it would fail if asked again), or more than half of three or
+  more with none invented (``mostly_unfound``: fiction in the material's own words);
 - one with more is asked for once more, told which statements its material
   does not hold; the better of the two ships, its unsupported statements
   marked, unless more than half of that one's statements are found in no
