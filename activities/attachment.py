@@ -55,6 +55,7 @@ from activities.contradiction import Contradiction
 from activities.figures import Figure, placed_figures, plain
 from activities.material import _WORD, STEM, Material, Passage, _read, spans, stems, words_of
 from activities.statement_text import Sentence, lacks, sentences
+from activities.statement_text import names as names_in
 
 SAME_WORDS = 0.5  # of the statement's words, the unit tying another figure to its period holds
 NEAR = 0.2  # at most this far apart (relative): the same quantity of another period
@@ -67,12 +68,34 @@ Period = tuple[int, int]  # a year (2023, 2023) or a season or fiscal year (2022
 _PERIOD = re.compile(r"(?<![\d.,])((?:19|20)\d\d)(?:\s?[/–-]\s?((?:19|20)?\d\d)(?![-/.,]?\d))?(?![.,]?\d)")
 # Words that make "not one agreed figure" a claim that sources disagree, not that they are silent.
 _DISAGREE = {"agreed", "single", "one", "consistent", "unique", "same", "uniform"}
+# Words that make "the Trust says it does not know the value" what someone said, not a claim about the material.
+_ATTRIBUTED = {"says", "said", "told", "according", "know", "knows", "knew"}
+# Words of a unit saying something is still to come ("results … are expected in the third quarter"): it gives
+# no figure of it, whatever figures it holds ("ASTERION-4, of approximately 980 patients").
+_PENDING = {
+    "expected", "expects", "awaited", "pending", "upcoming", "forthcoming", "will", "scheduled", "due", "later",
+    "prevista", "previsto", "previstas", "previstos", "prévu", "prévue", "prévus", "prévues", "attendu", "attendus",
+    "erwartet", "erwarten", "geplant", "previsti", "attesi", "atteso", "verwacht",
+}  # fmt: skip
+# A name with its number ("ASTERION-4"): a unit of "ASTERION-3" does not speak of it.
+_NUMBERED = re.compile(r"\b[A-Z][^\W\d_]{1,39}[-\u2011]\d{1,3}\b")
 # Words of saying that something is lacking: not what it says is lacking.
 _LACK_WORDS = words_of(
     "document documents source sources material page pages given give gives provide provides provided report "
     "reports reported state states stated mention mentions mentioned available contain contains include "
     "includes figure figures exact only no not any none therefore cannot calculate calculated possible "
-    "determine determined say says disclose disclosed publish published specify specified"
+    "determine determined say says disclose disclosed publish published specify specified identify identified also "
+    "amount amounts number numbers quantity value values however moreover thus so but yet still even "
+    # the same in the other languages reports are written in, with their function words: in "los documentos no
+    # indican la cantidad exacta de aceituna", only "cantidad", "aceituna" and "entregada" say what is lacking
+    "documento documentos fuente fuentes cifra cifras exacta exacto indica indican recoge recogen dan da cantidad "
+    "disponible disponibles ninguna ninguno sólo solo los las la el de del en y que por para con una un "
+    "donnent donne indiquent indique chiffre chiffres exact exacte sources disponibles aucun aucune seul seule nombre "
+    "seulement les le du des et pour ne pas est sont une "
+    "dokumente dokumenten quellen angabe angaben zahl zahlen genaue genau enthalten enthält nennen nennt nicht "
+    "keine kein nur vorliegenden unterlagen der die das den dem des und für zu von im ist sind eine ein anzahl "
+    "documenti fonti dato dati indicano esatto esatta il lo gli non nessun nessuna solo di per che "
+    "documenten bronnen geven geeft vermelden niet geen alleen het een van voor"
 )
 
 Tie = tuple[set[Period], set[str]]  # the periods and the status ("final", "provisional") a figure is given for
@@ -266,15 +289,25 @@ def refuted_absence(sentence: Sentence, matched: list[Passage], material: Materi
     """A sentence or row of its matched passages giving what the statement
     says the material lacks (see the module's note), else None."""
     wanted = words_of(sentence.bare) - _LACK_WORDS
-    if len(wanted) < MIN_ABSENT_WORDS or set(_WORD.findall(sentence.bare.lower())) & _DISAGREE:
-        return None
     mine, status = periods(plain(sentence.bare)), statuses(plain(sentence.bare))
-    names = [n for n in sentence.names if material.known(n)]
+    # a period tells what is lacking as a word does ("an audited leakage figure for 2022/23")
+    if len(wanted) + bool(mine) < MIN_ABSENT_WORDS or set(_WORD.findall(sentence.bare.lower())) & (
+        _DISAGREE | _ATTRIBUTED
+    ):
+        return None
+    # its names, the question's among them: "ORCHID-2" names the trial the question asks of
+    names = [n for n in dict.fromkeys(sentence.names + names_in(sentence.bare)) if material.known(n)]
     if not mine and not names:
         return None
-    own = {v for f in sentence.figures if not f.year and f.digits >= 2 for v in f.values}
-    for passage in matched:
+    # its own figures, not those the question gives it ("of patients on 80 mg who reached PASI 75")
+    own = {v for f in sentence.figures if not f.year and f.digits >= 2 for v in f.values if v not in sentence.asked}
+    # what it says is lacking beyond the question's subject ("… who had side effects"): the unit must speak of it
+    beyond = wanted - stems(list(sentence.topic))
+    numbered = {m.group(0).lower().replace("\u2011", "-") for m in _NUMBERED.finditer(sentence.bare)}
+    for passage in (p for p in matched if _names_numbered(numbered, p.text)):
         for text, named, figs, terms in units(passage):
+            if not text.lstrip().startswith("|") and not _names_numbered(numbered, text):
+                continue  # a sentence of ASTERION-3 beside one of ASTERION-4 (a row's header may name it)
             if any(f.matches(v) for f, _ in figs for v in own):
                 continue  # it gives the statement's own figure: the statement's source, not its refutation
             given = [
@@ -282,12 +315,29 @@ def refuted_absence(sentence: Sentence, matched: list[Passage], material: Materi
                 for f, tie in figs
                 if f.digits >= 2 and not any(v in own for v in f.values) and (len(status) != 1 or status & tie[1])
             ]
-            if not given or lacks(text) or (mine and not agree(mine, named)):
+            if (
+                not given
+                or lacks(text)
+                or _PENDING & set(_WORD.findall(text.lower()))
+                or (mine and not agree(mine, named))
+            ):
                 continue
-            if any(n not in text.lower() for n in names) or len(wanted & terms) < ABSENT_WORDS * len(wanted):
+            # a row names what its header names ("| 2021 | 528.730 | 405.830 |" under "| Año | … | Ferris Mareta |")
+            if any(not words_of(n) <= terms for n in names) or len(wanted & terms) < ABSENT_WORDS * len(wanted):
+                continue
+            if len(beyond & terms) < ABSENT_WORDS * len(beyond):
                 continue
             return Contradiction("", ", ".join(f.text for f in given[:3]), passage.url, _short(text))
     return None
+
+
+def _names_numbered(numbered: set[str], text: str) -> bool:
+    """Whether ``text`` names each numbered name of an absence as it is
+    numbered: "ASTERION-4" is not named by a sentence of ASTERION-3."""
+    if not numbered:
+        return True
+    text = text.lower().replace("\u2011", "-")
+    return all(n in text for n in numbered)
 
 
 def _places(figure: Figure, material: Material, hedge: bool) -> list[Tie] | None:

@@ -153,6 +153,8 @@ class Sentence:
     # header and earlier rows ("+41.3 %" in a "Change" row)
     context: str = ""
     writing: str | None = None  # how the report writes numbers (figures.convention)
+    asked: tuple[float, ...] = ()  # the values of its figures the question gives ("80 mg", "PASI 75")
+    topic: frozenset[str] = frozenset()  # the question's words (``reading.terms``)
 
 
 def names(text: str) -> list[str]:
@@ -229,6 +231,7 @@ def statements_of(report: str, question: str, writing: str | None = None) -> lis
     are written when the report does not tell (``figures.convention``)."""
     given_names = set(names(question)) | set(NAME.findall(question.lower()))
     given_figures = [v for g in figures(plain(question), None) for v in g.values]
+    topic = frozenset(reading.terms(plain(question)))
     by_name = not capitalises_nouns(report)
     writing = convention(plain(report[:MAX_REPORT])) or writing
     found: dict[str, Sentence] = {}
@@ -243,6 +246,8 @@ def statements_of(report: str, question: str, writing: str | None = None) -> lis
         found_names = names(bare) if by_name else person_names(bare)
         sentence.names = [n for n in found_names if not named_in(n, given_names)]
         beyond = [f for f in found_figures if not any(f.matches(v) for v in given_figures)]
+        sentence.asked = tuple(v for f in found_figures if f not in beyond for v in f.values)
+        sentence.topic = topic
         if beyond or sentence.names or lacks(bare):
             found.setdefault(" ".join(bare.split()), sentence)
             if len(found) >= MAX_STATEMENTS:

@@ -109,6 +109,97 @@ def test_not_disclosed_where_the_source_says_so_is_absent():
     assert statement.support == "absent" and statement.contradicts is None
 
 
+HARVEST = (
+    "[Preguntas frecuentes](http://web/faq.html): La mayor cosecha de nuestra historia fue la de la campaña "
+    "2020/2021, con 16.880 toneladas de aceituna entregadas.\n\n"
+    "[Memoria](http://web/memoria.html): En la campaña 2023/2024 se entregaron 9.615 toneladas."
+)
+HARVEST_QUESTION = "¿Cuál fue la media de aceituna entregada a la cooperativa entre 2020/2021 y 2023/2024?"
+
+
+def test_not_given_in_another_language_for_what_a_page_gives_is_marked():
+    # "Los documentos no indican la cantidad exacta": its words of saying so are no words of what is lacking
+    statement = one(
+        "Los documentos no indican la cantidad exacta de aceituna entregada en la campaña 2020/2021.",
+        HARVEST,
+        HARVEST_QUESTION,
+    )
+    assert statement.support == "absent" and statement.contradicts == "16.880"
+    assert statement.url == "http://web/faq.html"
+
+
+def test_an_honest_not_given_in_another_language_is_absent():
+    for report in (
+        "Los documentos no indican la cantidad exacta de aceituna entregada en la campaña 2021/2022.",
+        "Las fuentes no dan el precio pagado por kilo de aceituna en la campaña 2020/2021.",
+    ):
+        statement = one(report, HARVEST, HARVEST_QUESTION)
+        assert statement.support == "absent" and statement.contradicts is None, report
+
+
+TRIAL = (
+    "[ORCHID-2 abstract](http://web/abstract.html): In ORCHID-2 (2021), which enrolled 212 patients, 58.5% of "
+    "patients on tavorelin 80 mg reached PASI 75 at week 12. ORCHID-3, of about 980 patients, reports in 2024."
+)
+TRIAL_QUESTION = "What proportion of patients on tavorelin 80 mg reached PASI 75 in ORCHID-2?"
+
+
+def test_not_given_for_what_a_page_gives_beside_the_questions_own_figures_is_marked():
+    # 80 and 75 are the question's: the passage holding them is not the statement's own source
+    statement = one(
+        "The sources do not report the proportion of ORCHID-2 patients on tavorelin 80 mg who reached PASI 75.",
+        TRIAL,
+        TRIAL_QUESTION,
+    )
+    assert statement.support == "absent" and statement.contradicts is not None and "58.5" in statement.contradicts
+    for report in (  # of the same trial and dose, what the abstract does not give
+        "The sources do not report how many ORCHID-2 patients on tavorelin 80 mg had side effects.",
+        "The sources do not say how many ORCHID-2 patients on tavorelin 80 mg stopped treatment early.",
+        "None of the documents gives PASI 75 results for ORCHID-3.",  # another trial, numbered
+        "The Kessmoor patient group says it does not know how many ORCHID-2 patients reached PASI 75.",  # said
+    ):
+        honest = one(report, TRIAL, TRIAL_QUESTION)
+        assert honest.support == "absent" and honest.contradicts is None, report
+    # a unit saying the results are still to come gives none, whatever figures it holds
+    pending = TRIAL + " Topline results from ASTERION-4, of approximately 980 patients, are expected in 2023."
+    honest = one("None of the documents gives PASI 75 results for ASTERION-4.", pending, TRIAL_QUESTION)
+    assert honest.support == "absent" and honest.contradicts is None
+    given = TRIAL + " ASTERION-4 results: 64.1% of its 980 patients reached PASI 75 at week 16."
+    statement = one("None of the documents gives PASI 75 results for ASTERION-4.", given, TRIAL_QUESTION)
+    assert statement.contradicts is not None and "64.1" in statement.contradicts
+    # "However" is no word of what is lacking; a period is one: two words alone tell too little to look for
+    statement = one("However, the sources do not give ORCHID-2's patients for 2021.", TRIAL, TRIAL_QUESTION)
+    assert statement.contradicts is not None
+    statement = one("However, the sources do not give ORCHID-2's patients.", TRIAL, TRIAL_QUESTION)
+    assert statement.contradicts is None
+    statement = one(
+        "However, the sources do not give the proportion of ORCHID-2 patients who reached PASI 75.",
+        TRIAL,
+        TRIAL_QUESTION,
+    )
+    assert statement.contradicts is not None
+
+
+FERRIES = (
+    "Table from [Boletín](http://web/boletin.html):\n| Año | Navieras Albora | Ferris Mareta passengers |\n"
+    "|---|---|---|\n| 2020 | 355.100 | 257.840 |\n| 2021 | 528.730 | 405.830 |"
+)
+FERRIES_QUESTION = "What share of the route's passengers did Navieras Albora carry in 2021?"
+
+
+def test_not_given_for_what_a_tables_header_names_is_marked():
+    # the row names no operator: its header does
+    statement = one("The documents do not give Ferris Mareta's passenger numbers for 2021.", FERRIES, FERRIES_QUESTION)
+    assert statement.support == "absent" and statement.contradicts is not None
+    assert statement.url == "http://web/boletin.html"
+    for report in (
+        "The documents do not give Ferris Mareta's passenger numbers for 2022.",
+        "The documents do not give Ferris Mareta's ticket revenue or fares for 2021.",
+    ):
+        honest = one(report, FERRIES, FERRIES_QUESTION)
+        assert honest.support == "absent" and honest.contradicts is None, report
+
+
 def test_a_misattached_and_a_refuted_absence_are_marked_warned_and_listed_with_their_source():
     report = (
         "# Riedbach\n\n- The plant emitted 1,102,300 t of fossil CO₂ in 2023.\n"
