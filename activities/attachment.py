@@ -62,6 +62,7 @@ NEAR = 0.2  # at most this far apart (relative): the same quantity of another pe
 MIN_DIGITS = 3  # significant digits of the statement's figure
 ABSENT_WORDS = 0.6  # of an absence's words, the unit giving what it says is lacking holds
 MIN_ABSENT_WORDS = 3  # an absence of fewer words tells too little to look for
+MAX_TABLES = 48  # passages with a table an absence's row-and-column answer is looked for in, beyond its matched ones
 MAX_PLACES = 24  # passages holding one figure looked at; a figure held more widely is left unjudged
 
 Period = tuple[int, int]  # a year (2023, 2023) or a season or fiscal year (2022, 2023)
@@ -75,7 +76,7 @@ _ATTRIBUTED = {"says", "said", "told", "according", "know", "knows", "knew"}
 _PENDING = {
     "expected", "expects", "awaited", "pending", "upcoming", "forthcoming", "will", "scheduled", "due", "later",
     "prevista", "previsto", "previstas", "previstos", "prévu", "prévue", "prévus", "prévues", "attendu", "attendus",
-    "erwartet", "erwarten", "geplant", "previsti", "attesi", "atteso", "verwacht",
+    "erwartet", "erwarten", "geplant", "planned", "previsti", "attesi", "atteso", "verwacht",
 }  # fmt: skip
 # A name with its number ("ASTERION-4"): a unit of "ASTERION-3" does not speak of it.
 _NUMBERED = re.compile(r"\b[A-Z][^\W\d_]{1,39}[-\u2011]\d{1,3}\b")
@@ -84,7 +85,7 @@ _LACK_WORDS = words_of(
     "document documents source sources material page pages given give gives provide provides provided report "
     "reports reported state states stated mention mentions mentioned available contain contains include "
     "includes figure figures exact only no not any none therefore cannot calculate calculated possible "
-    "determine determined say says disclose disclosed publish published specify specified identify identified also "
+    "determine determined say says disclose disclosed publish published specify specified identify identified name names named also "
     "amount amounts number numbers quantity value values however moreover thus so but yet still even "
     # the same in the other languages reports are written in, with their function words: in "los documentos no
     # indican la cantidad exacta de aceituna", only "cantidad", "aceituna" and "entregada" say what is lacking
@@ -290,11 +291,13 @@ def refuted_absence(sentence: Sentence, matched: list[Passage], material: Materi
     says the material lacks (see the module's note), else None."""
     wanted = words_of(sentence.bare) - _LACK_WORDS
     mine, status = periods(plain(sentence.bare)), statuses(plain(sentence.bare))
-    # a period tells what is lacking as a word does ("an audited leakage figure for 2022/23")
-    if len(wanted) + bool(mine) < MIN_ABSENT_WORDS or set(_WORD.findall(sentence.bare.lower())) & (
-        _DISAGREE | _ATTRIBUTED
-    ):
+    if set(_WORD.findall(sentence.bare.lower())) & (_DISAGREE | _ATTRIBUTED):
         return None
+    # a row's label and a column's header tell what is lacking ("the release manager of 3.0.0"); else a
+    # period tells it as a word does ("an audited leakage figure for 2022/23")
+    found = _cell_answer(sentence, wanted, matched + _tables(material, matched, wanted))
+    if found is not None or len(wanted) + bool(mine) < MIN_ABSENT_WORDS:
+        return found
     # its names, the question's among them: "ORCHID-2" names the trial the question asks of
     names = [n for n in dict.fromkeys(sentence.names + names_in(sentence.bare)) if material.known(n)]
     if not mine and not names:
@@ -329,6 +332,87 @@ def refuted_absence(sentence: Sentence, matched: list[Passage], material: Materi
                 continue
             return Contradiction("", ", ".join(f.text for f in given[:3]), passage.url, _short(text))
     return None
+
+
+def _cell_answer(sentence: Sentence, wanted: set[str], matched: list[Passage]) -> Contradiction | None:
+    """A table row the absence names by its label ("3.0.0", "2021", "Dunmere"),
+    with a value under a column its words name: "the documents do not
+    identify the release manager of 3.0.0" over "| 3.0.0 | 2021-03-03 |
+    Mei-Lin Zhou |" under "| Release | Release date | Release manager |".
+    Every word of what it says is lacking beyond the question's subject
+    must be the column's or the label's ("the signing key of 3.0.0's
+    release manager" is not answered by the manager's name)."""
+    low = sentence.bare.lower()
+    beyond = wanted - stems(list(sentence.topic))
+    for passage in matched:
+        header: list[str] = []
+        lines = passage.text.split("\n")
+        source: set[str] = set()
+        for n, line in enumerate(lines):
+            if not line.lstrip().startswith("|"):
+                # the page's title, as "Table from [Release team](…):" gives it: the statement's name of its source
+                header, source = [], words_of(line[line.find("[") + 1 : line.find("](")]) if "](" in line else set()
+                continue
+            if set(line.strip()) <= set("|-: "):
+                continue
+            cells = [plain(c).strip() for c in line.strip().strip("|").split("|")]
+            if n + 1 < len(lines) and set(lines[n + 1].strip()) <= set("|-: ") and "-" in lines[n + 1]:
+                header = cells  # the row above a rule row heads the table
+                continue
+            label = cells[0]
+            if not _names_label(label, low):
+                continue
+            for head, cell in zip(header[1:], cells[1:]):
+                named = words_of(head) - _LACK_WORDS  # "| Name |" asks what "does not name" lacks
+                rest = beyond - named - words_of(label) - source
+                if named and named <= wanted and not rest and _a_value(cell, passage.writing):
+                    return Contradiction("", _short(cell, 80), passage.url, _short(line))
+    return None
+
+
+def _tables(material: Material, matched: list[Passage], wanted: set[str]) -> list[Passage]:
+    """Passages with a table speaking of what an absence says is lacking,
+    beyond those it matched (a page's table is one passage among many
+    repeating its words): at most ``MAX_TABLES``."""
+    seen = {id(p) for p in matched}
+    found = (
+        p for p in material.passages if id(p) not in seen and wanted & p.terms and ("\n" + p.text).find("\n|") >= 0
+    )
+    return [p for _, p in zip(range(MAX_TABLES), found)]
+
+
+def _names_label(label: str, low: str) -> bool:
+    """Whether a statement (lower-cased) names a row's label as a whole
+    word: one with a digit or a capital ("3.0.0", "2020", "Dunmere")."""
+    if not label or len(label) > 60 or not any(c.isdigit() or c.isupper() for c in label):
+        return False
+    at, size = low.find(label.lower()), len(label)
+    while at >= 0:
+        before, after = low[at - 1 : at] if at else "", low[at + size : at + size + 1]
+        if not (before.isalnum() or after.isalnum()):
+            return True
+        at = low.find(label.lower(), at + 1)
+    return False
+
+
+# cells that give nothing: a dash, "not available" as tables abbreviate it (English, German "k. A.", French "n.c.")
+_NO_VALUE = {"", "-", "–", "—", "?", "x", "no", "none", "nil", "tbd", "tbc", "unknown"} | {
+    a + b for a in ("n/", "n.", "n", "k.", "k", "s.", "s") for b in ("a", "d", "c", " a", " d", " c", "v", " v")
+}
+
+
+def _a_value(cell: str, writing: str | None) -> bool:
+    """Whether a table cell gives something in words or dates: not empty,
+    not a dash, not a "not stated", not a value still to come ("2024-10-21
+    (planned)"); a cell's figures are the figure rule's, above."""
+    low = cell.lower().strip(" .*")
+    return (
+        low not in _NO_VALUE
+        and not any(not f.year for f in _read(cell, writing))
+        and any(c.isalnum() for c in low)
+        and not lacks(cell)
+        and not (_PENDING & set(_WORD.findall(low)))
+    )
 
 
 def _names_numbered(numbered: set[str], text: str) -> bool:

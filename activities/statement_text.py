@@ -59,6 +59,8 @@ LACKS = (
     "not mention",
     "not provide",
     "not specif",
+    "not identif",
+    "not name",
     "not list",
     "not include",
     "not contain",

@@ -200,6 +200,39 @@ def test_not_given_for_what_a_tables_header_names_is_marked():
         assert honest.support == "absent" and honest.contradicts is None, report
 
 
+RELEASES = (
+    "Table from [Release team](http://web/release-team.html):\n"
+    "| Release | Feature freeze | Release date | Release manager | Notes |\n|---|---|---|---|---|\n"
+    "| 2.4.0 | 2020-10-12 | 2020-11-09 | Rashid Okwuosa | |\n"
+    "| 3.0.0 | 2021-01-18 | 2021-03-03 | Mei-Lin Zhou | took over the cycle on 11 January 2021 |\n"
+    "| 3.3.0 | 2022-08-01 | 2022-09-06 | — | |\n"
+    "| 4.2.0 | 2024-09-23 (planned) | 2024-10-21 (planned) | Nomvula Dlamini-Reyes | |\n\n"
+    "[Changelog](http://web/changelog.md): Quillstone 3.0.0 (2021-03-03): vector (kNN) search is now stable; "
+    "the work was largely written by Aurelio Santangelo."
+)
+RELEASES_QUESTION = "In which Quillstone release did vector search become stable, and who was its release manager?"
+
+
+def test_not_given_for_what_a_tables_cell_names_is_marked():
+    # no figure: the row's label and the column's header say what the statement says is lacking
+    for report in (
+        "The documents do not identify the release manager of 3.0.0.",
+        "The release-team page does not name a release manager for 3.0.0.",
+    ):
+        statement = one(report, RELEASES, RELEASES_QUESTION)
+        assert (statement.support, statement.contradicts) == ("absent", "Mei-Lin Zhou"), report
+        assert statement.url == "http://web/release-team.html" and "| 3.0.0 |" in statement.passage
+    for report in (
+        "The documents do not name the release manager of 3.3.0.",  # its cell is a dash
+        "The documents do not give the signing key of the 3.0.0 release manager.",  # more than the cell
+        "The documents do not say who nominated the 3.0.0 release manager.",
+        "The sources do not give an actual release date for 4.2.0, only a planned one.",  # still to come
+        "The documents do not name the release manager of 5.0.0.",  # no such row
+    ):
+        honest = one(report, RELEASES, RELEASES_QUESTION)
+        assert honest.support in ("absent", "unsupported") and honest.contradicts is None, report
+
+
 def test_a_misattached_and_a_refuted_absence_are_marked_warned_and_listed_with_their_source():
     report = (
         "# Riedbach\n\n- The plant emitted 1,102,300 t of fossil CO₂ in 2023.\n"
